@@ -1,0 +1,53 @@
+# CAPHV: the two user-facing targets are `make demo` and `make test`.
+# Everything else is a building block they call.
+
+SHELL := /bin/bash
+export CAPHV_CACHE_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/caphv
+export CCACHE_DIR ?= $(CAPHV_CACHE_DIR)/ccache
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?=
+
+.PHONY: all setup build build-asan test test-unit test-integration demo format lint clean testbins
+
+all: build
+
+setup:
+	@hack/setup.sh
+
+testbins:
+	@hack/build-testbins.sh
+
+build:
+	@cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >/dev/null
+	@cmake --build build -j $(JOBS)
+
+build-asan:
+	@cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCAPHV_SANITIZE=ON $(CMAKE_FLAGS) >/dev/null
+	@cmake --build build-asan -j $(JOBS)
+
+# Everything CI checks: formatting, the regular build with unit + integration
+# tests, then the ASan+UBSan build running the same tests again.
+test: setup
+	@hack/check-format.sh
+	@$(MAKE) --no-print-directory build
+	@cd build && ctest --output-on-failure --timeout 900 -j 1
+	@$(MAKE) --no-print-directory build-asan
+	@cd build-asan && ctest --output-on-failure --timeout 1200 -j 1 -LE nosan
+
+test-unit: build
+	@cd build && ctest --output-on-failure -L unit
+
+test-integration: build
+	@cd build && ctest --output-on-failure -L integration
+
+demo: setup build
+	@hack/demo.sh
+
+format:
+	@git ls-files '*.cc' '*.h' | xargs clang-format -i
+
+lint: build
+	@git ls-files 'src/*.cc' 'cmd/*.cc' 'sim/*.cc' | xargs clang-tidy -p build --quiet
+
+clean:
+	rm -rf build build-asan

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Builds the test bed's Go binaries from the Go module proxy, once, into
+# $CAPHV_CACHE_DIR/bin/<family>-<version>-<go.sum digest>/. The wrapper modules
+# live in tools/testbins/<family>/ (go.mod + go.sum only).
+#
+#   kube: kube-apiserver, kube-controller-manager  (k8s.io/kubernetes)
+#   etcd: etcd                                      (go.etcd.io/etcd/server/v3)
+#   capi: cluster-api (core manager), clusterctl    (sigs.k8s.io/cluster-api)
+#
+# Prints nothing when everything is cached. Usage: build-testbins.sh [family...]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cache=${CAPHV_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/caphv}
+mkdir -p "$cache/bin"
+export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-mod=readonly
+
+KUBE_VERSION=v1.33.13
+ETCD_VERSION=v3.5.21
+CAPI_VERSION=v1.10.10
+
+# bin_dir FAMILY VERSION -> cache folder keyed by version and go.sum content.
+bin_dir() {
+  local digest
+  digest=$(cat "$root/tools/testbins/$1/go.mod" "$root/tools/testbins/$1/go.sum" | sha256sum | cut -c1-12)
+  echo "$cache/bin/$1-$2-$digest"
+}
+
+# build FAMILY VERSION LDFLAGS TAGS "out=package ..."
+build() {
+  local family=$1 version=$2 ldflags=$3 tags=$4 targets=$5 dir out pkg t start
+  dir=$(bin_dir "$family" "$version")
+  local todo=()
+  for t in $targets; do [ -x "$dir/${t%%=*}" ] || todo+=("$t"); done
+  [ "${#todo[@]}" -eq 0 ] && return 0
+  mkdir -p "$dir"
+  (
+    flock 9
+    cd "$root/tools/testbins/$family"
+    for t in "${todo[@]}"; do
+      out=${t%%=*}; pkg=${t#*=}
+      [ -x "$dir/$out" ] && continue
+      start=$(date +%s)
+      echo "testbins: building $out $version (first time only; cached in $dir)" >&2
+      if ! go build -trimpath ${tags:+-tags "$tags"} -ldflags "$ldflags" -o "$dir/$out.tmp" "$pkg" >"$dir/$out.build.log" 2>&1; then
+        echo "testbins: building $out failed; see $dir/$out.build.log" >&2
+        tail -n 20 "$dir/$out.build.log" >&2
+        exit 1
+      fi
+      mv "$dir/$out.tmp" "$dir/$out"
+      echo "testbins: built $out in $(( $(date +%s) - start ))s" >&2
+    done
+  ) 9>"$dir/.lock"
+}
+
+families=("$@")
+[ "${#families[@]}" -eq 0 ] && families=(kube etcd capi)
+
+for f in "${families[@]}"; do
+  case $f in
+    kube)
+      ld="-s -w"
+      for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+        ld="$ld -X $p.gitVersion=$KUBE_VERSION -X $p.gitMajor=1 -X $p.gitMinor=33"
+        ld="$ld -X $p.gitTreeState=clean -X $p.buildDate=1970-01-01T00:00:00Z"
+      done
+      build kube "$KUBE_VERSION" "$ld" "selinux,notest,grpcnotrace" \
+        "kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver kube-controller-manager=k8s.io/kubernetes/cmd/kube-controller-manager"
+      ;;
+    etcd)
+      build etcd "$ETCD_VERSION" "-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=$ETCD_VERSION" "" \
+        "etcd=go.etcd.io/etcd/server/v3"
+      ;;
+    capi)
+      ld="-s -w"
+      for k in gitVersion=$CAPI_VERSION gitMajor=1 gitMinor=10 gitTreeState=clean buildDate=1970-01-01T00:00:00Z; do
+        ld="$ld -X sigs.k8s.io/cluster-api/version.$k"
+      done
+      build capi "$CAPI_VERSION" "$ld" "" \
+        "cluster-api=sigs.k8s.io/cluster-api clusterctl=sigs.k8s.io/cluster-api/cmd/clusterctl"
+      # The CAPI module's manifests (CRDs, webhooks) come with its source zip.
+      dir=$(bin_dir capi "$CAPI_VERSION")
+      if [ ! -d "$dir/config" ]; then
+        src=$(cd "$root/tools/testbins/capi" && go mod download -json "sigs.k8s.io/cluster-api@$CAPI_VERSION" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+        mkdir -p "$dir/config.tmp"
+        cp -r "$src/config/crd" "$src/config/webhook" "$dir/config.tmp/"
+        chmod -R u+w "$dir/config.tmp"
+        mv "$dir/config.tmp" "$dir/config"
+      fi
+      ;;
+    *) echo "testbins: unknown family '$f'" >&2; exit 2 ;;
+  esac
+done
+
+# Stable paths for the test bed: $cache/bin/current/<binary>.
+mkdir -p "$cache/bin/current"
+for spec in "kube $KUBE_VERSION kube-apiserver" "kube $KUBE_VERSION kube-controller-manager" \
+            "etcd $ETCD_VERSION etcd" "capi $CAPI_VERSION cluster-api" "capi $CAPI_VERSION clusterctl" \
+            "capi $CAPI_VERSION config"; do
+  # shellcheck disable=SC2086  # split "family version binary"
+  set -- $spec
+  target="$(bin_dir "$1" "$2")/$3"
+  [ -e "$target" ] && ln -sfn "$target" "$cache/bin/current/$3"
+done
+exit 0

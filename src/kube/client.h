@@ -1,0 +1,166 @@
+// File: kube/client.h
+//
+// Client: a small, typed-error REST client for the Kubernetes API, generic over
+// GroupVersionResource. Objects are nlohmann::json values (the raw object is
+// the truth; typed structs elsewhere are read views).
+//
+// Thread safety: a Client is safe to use from many threads at once; share one
+// per apiserver via std::shared_ptr. Every call blocks the calling thread for
+// one HTTP round trip (Watch: for the life of the stream).
+
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kube/config.h"
+#include "kube/resource.h"
+#include "kube/status.h"
+
+namespace caphv::kube {
+
+using Object = nlohmann::json;
+
+struct ListOptions {
+  std::string label_selector;
+  std::string field_selector;
+  std::string resource_version;        // "" = consistent read, "0" = any (watch cache)
+  std::string resource_version_match;  // "", "NotOlderThan", "Exact"
+  int64_t limit = 0;                   // 0 = no paging
+  std::string continue_token;
+};
+
+struct ObjectList {
+  std::vector<Object> items;
+  std::string resource_version;
+  std::string continue_token;  // empty on the last page
+};
+
+struct WatchOptions {
+  std::string resource_version;  // resume point; "" = start now ("most recent")
+  std::string label_selector;
+  std::string field_selector;
+  bool allow_bookmarks = true;
+  int timeout_seconds = 0;  // server-side timeout; 0 = server default
+};
+
+struct WatchEvent {
+  enum class Type { kAdded, kModified, kDeleted, kBookmark, kError };
+  Type type = Type::kAdded;
+  Object object;  // for kError: the metav1.Status
+};
+
+enum class PatchType { kMerge, kJson, kStrategicMerge, kApply };
+
+struct PatchOptions {
+  std::string field_manager;  // required for kApply
+  bool force = false;         // kApply only
+  bool dry_run = false;
+  std::string subresource;  // "", "status"
+};
+
+struct ApplyOptions {
+  std::string field_manager = "caphv";
+  bool force = true;
+  bool dry_run = false;
+  std::string subresource;  // "" or "status"
+};
+
+struct WriteOptions {
+  bool dry_run = false;
+  std::string field_manager;
+  std::string subresource;  // Update only: "" or "status"
+};
+
+struct DeleteOptions {
+  std::optional<std::string> precondition_uid;
+  std::optional<std::string> precondition_resource_version;
+  std::string propagation_policy;  // "", "Foreground", "Background", "Orphan"
+  std::optional<int64_t> grace_period_seconds;
+  bool dry_run = false;
+};
+
+// Called for each watch event; return false to end the watch.
+using WatchHandler = std::function<bool(WatchEvent&&)>;
+
+class Transport;
+
+class Client {
+ public:
+  static StatusOr<std::shared_ptr<Client>> New(RestConfig config);
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  const RestConfig& config() const { return config_; }
+
+  StatusOr<Object> Get(const GroupVersionResource& gvr, std::string_view ns, std::string_view name,
+                       std::string_view subresource = {});
+
+  // One page (or the whole collection when options.limit == 0).
+  StatusOr<ObjectList> List(const GroupVersionResource& gvr, std::string_view ns,
+                            const ListOptions& options = {});
+
+  // All pages, following continue tokens; restarts unpaged when a token expires.
+  StatusOr<ObjectList> ListAll(const GroupVersionResource& gvr, std::string_view ns,
+                               ListOptions options = {}, int64_t page_size = 500);
+
+  // Streams events until the server ends the stream (returns OK), the handler
+  // returns false (OK), `stop` is requested (Cancelled) or an error occurs. A
+  // 410 on connect is returned as a Gone status; an ERROR event is delivered to
+  // the handler.
+  Status Watch(const GroupVersionResource& gvr, std::string_view ns, const WatchOptions& options,
+               const WatchHandler& handler, std::stop_token stop = {});
+
+  // Name and namespace come from `object.metadata` when `ns` is empty.
+  StatusOr<Object> Create(const GroupVersionResource& gvr, std::string_view ns,
+                          const Object& object, const WriteOptions& options = {});
+  // PUT; carries metadata.resourceVersion for optimistic concurrency.
+  StatusOr<Object> Update(const GroupVersionResource& gvr, std::string_view ns,
+                          const Object& object, const WriteOptions& options = {});
+  StatusOr<Object> UpdateStatus(const GroupVersionResource& gvr, std::string_view ns,
+                                const Object& object);
+
+  // Server-side apply: PATCH application/apply-patch+yaml (JSON is YAML).
+  StatusOr<Object> Apply(const GroupVersionResource& gvr, std::string_view ns, const Object& object,
+                         const ApplyOptions& options = {});
+
+  StatusOr<Object> Patch(const GroupVersionResource& gvr, std::string_view ns,
+                         std::string_view name, PatchType type, const Object& patch,
+                         const PatchOptions& options = {});
+
+  // OK when deleted or already gone is NOT assumed: NotFound is returned.
+  Status Delete(const GroupVersionResource& gvr, std::string_view ns, std::string_view name,
+                const DeleteOptions& options = {});
+
+  // GET an arbitrary path (discovery, /version, /readyz).
+  StatusOr<Object> GetPath(std::string_view path);
+
+ private:
+  explicit Client(RestConfig config);
+  StatusOr<Object> Do(std::string_view method, const std::string& path, const std::string& body,
+                      std::string_view content_type);
+
+  RestConfig config_;
+  std::unique_ptr<Transport> transport_;
+};
+
+// Helpers for reading objects.
+std::string NamespaceOf(const Object& o);
+std::string NameOf(const Object& o);
+std::string ResourceVersionOf(const Object& o);
+std::string UidOf(const Object& o);
+// "ns/name" or "name" for cluster-scoped objects: the cache key.
+std::string KeyOf(const Object& o);
+
+// Percent-encodes a query parameter value.
+std::string UrlEncode(std::string_view s);
+
+}  // namespace caphv::kube

@@ -1,0 +1,64 @@
+// File: kube/resource.h
+//
+// GroupVersionResource: how the client addresses a collection, for core,
+// built-in and custom resources alike, plus the well-known ones CAPHV uses.
+
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace caphv::kube {
+
+struct GroupVersionResource {
+  std::string group;     // "" for the core group
+  std::string version;   // "v1"
+  std::string resource;  // plural, lower case: "configmaps"
+  bool namespaced = true;
+
+  // "v1" or "apps/v1": the apiVersion of objects of this resource.
+  std::string ApiVersion() const { return group.empty() ? version : group + "/" + version; }
+
+  // "/api/v1" or "/apis/apps/v1".
+  std::string ApiPrefix() const {
+    return group.empty() ? "/api/" + version : "/apis/" + group + "/" + version;
+  }
+
+  // Collection path, e.g. "/api/v1/namespaces/ns/configmaps". An empty
+  // namespace on a namespaced resource addresses all namespaces.
+  std::string CollectionPath(std::string_view ns) const;
+
+  // Object path, optionally with a subresource ("status", "scale").
+  std::string ObjectPath(std::string_view ns, std::string_view name,
+                         std::string_view subresource = {}) const;
+
+  // "configmaps" or "deployments.apps": for messages.
+  std::string String() const { return group.empty() ? resource : resource + "." + group; }
+
+  bool operator==(const GroupVersionResource&) const = default;
+};
+
+// Resources of the core and built-in groups the runtime itself needs.
+namespace resources {
+inline const GroupVersionResource kNamespaces{"", "v1", "namespaces", false};
+inline const GroupVersionResource kConfigMaps{"", "v1", "configmaps", true};
+inline const GroupVersionResource kSecrets{"", "v1", "secrets", true};
+inline const GroupVersionResource kEvents{"", "v1", "events", true};
+inline const GroupVersionResource kNodes{"", "v1", "nodes", false};
+inline const GroupVersionResource kServiceAccounts{"", "v1", "serviceaccounts", true};
+inline const GroupVersionResource kPersistentVolumeClaims{"", "v1", "persistentvolumeclaims", true};
+inline const GroupVersionResource kLeases{"coordination.k8s.io", "v1", "leases", true};
+inline const GroupVersionResource kCustomResourceDefinitions{"apiextensions.k8s.io", "v1",
+                                                             "customresourcedefinitions", false};
+inline const GroupVersionResource kClusterRoles{"rbac.authorization.k8s.io", "v1", "clusterroles",
+                                                false};
+inline const GroupVersionResource kClusterRoleBindings{"rbac.authorization.k8s.io", "v1",
+                                                       "clusterrolebindings", false};
+inline const GroupVersionResource kRoleBindings{"rbac.authorization.k8s.io", "v1", "rolebindings",
+                                                true};
+inline const GroupVersionResource kDeployments{"apps", "v1", "deployments", true};
+inline const GroupVersionResource kValidatingWebhookConfigurations{
+    "admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations", false};
+}  // namespace resources
+
+}  // namespace caphv::kube

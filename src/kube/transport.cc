@@ -1,0 +1,228 @@
+#include "kube/transport.h"
+
+#include <curl/curl.h>
+
+#include <mutex>
+
+namespace caphv::kube {
+
+namespace {
+
+constexpr size_t kMaxIdleHandles = 16;
+
+void GlobalInit() {
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+size_t CollectBody(char* data, size_t size, size_t n, void* user) {
+  static_cast<std::string*>(user)->append(data, size * n);
+  return size * n;
+}
+
+struct StreamState {
+  CURL* handle = nullptr;
+  const std::function<bool(std::string_view)>* on_line = nullptr;
+  std::stop_token stop;
+  std::string buffer;  // partial line
+  std::string body;    // whole body when the status is not 200
+  long status = 0;
+  bool handler_stopped = false;
+};
+
+size_t StreamWrite(char* data, size_t size, size_t n, void* user) {
+  auto* s = static_cast<StreamState*>(user);
+  size_t len = size * n;
+  if (s->status == 0) curl_easy_getinfo(s->handle, CURLINFO_RESPONSE_CODE, &s->status);
+  if (s->status != 200) {
+    s->body.append(data, len);
+    return len;
+  }
+  s->buffer.append(data, len);
+  size_t start = 0;
+  while (true) {
+    size_t nl = s->buffer.find('\n', start);
+    if (nl == std::string::npos) break;
+    std::string_view line(s->buffer.data() + start, nl - start);
+    start = nl + 1;
+    if (line.empty()) continue;
+    if (!(*s->on_line)(line)) {
+      s->handler_stopped = true;
+      return 0;  // aborts the transfer
+    }
+  }
+  s->buffer.erase(0, start);
+  return len;
+}
+
+int StreamProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  auto* s = static_cast<StreamState*>(user);
+  return s->stop.stop_requested() ? 1 : 0;
+}
+
+Status CurlError(CURLcode rc, const char* errbuf, std::string_view what) {
+  std::string msg =
+      std::string(what) + ": " + (errbuf[0] != '\0' ? errbuf : curl_easy_strerror(rc));
+  StatusCode code =
+      rc == CURLE_OPERATION_TIMEDOUT ? StatusCode::kTimeout : StatusCode::kUnavailable;
+  return {code, msg};
+}
+
+}  // namespace
+
+Transport::Transport(RestConfig config) : config_(std::move(config)) { GlobalInit(); }
+
+Transport::~Transport() {
+  for (void* h : idle_) curl_easy_cleanup(static_cast<CURL*>(h));
+}
+
+void* Transport::Acquire() {
+  {
+    std::lock_guard lock(mu_);
+    if (!idle_.empty()) {
+      void* h = idle_.back();
+      idle_.pop_back();
+      return h;
+    }
+  }
+  return curl_easy_init();
+}
+
+void Transport::Release(void* handle) {
+  auto* h = static_cast<CURL*>(handle);
+  curl_easy_reset(h);  // keeps the connection and TLS session caches
+  std::lock_guard lock(mu_);
+  if (idle_.size() < kMaxIdleHandles) {
+    idle_.push_back(h);
+    return;
+  }
+  curl_easy_cleanup(h);
+}
+
+Status Transport::Prepare(void* handle, std::string_view method, const std::string& path_and_query,
+                          const std::string& body, std::string_view content_type, void** headers) {
+  auto* h = static_cast<CURL*>(handle);
+  std::string url = config_.server + path_and_query;
+  curl_easy_setopt(h, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+  curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+  curl_easy_setopt(h, CURLOPT_USERAGENT, config_.user_agent.c_str());
+  curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
+  if (!config_.ca_pem.empty()) {
+    curl_blob blob{const_cast<char*>(config_.ca_pem.data()), config_.ca_pem.size(), CURL_BLOB_COPY};
+    curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &blob);
+  }
+  if (!config_.client_cert_pem.empty()) {
+    curl_blob cert{const_cast<char*>(config_.client_cert_pem.data()),
+                   config_.client_cert_pem.size(), CURL_BLOB_COPY};
+    curl_blob key{const_cast<char*>(config_.client_key_pem.data()), config_.client_key_pem.size(),
+                  CURL_BLOB_COPY};
+    curl_easy_setopt(h, CURLOPT_SSLCERTTYPE, "PEM");
+    curl_easy_setopt(h, CURLOPT_SSLCERT_BLOB, &cert);
+    curl_easy_setopt(h, CURLOPT_SSLKEYTYPE, "PEM");
+    curl_easy_setopt(h, CURLOPT_SSLKEY_BLOB, &key);
+  }
+  if (config_.insecure_skip_tls_verify) {
+    curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
+    curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
+  }
+  curl_slist* list = nullptr;
+  list = curl_slist_append(list, "Accept: application/json");
+  auto token = config_.BearerToken();
+  if (!token.ok()) {
+    curl_slist_free_all(list);
+    return token.status().WithContext("reading the bearer token");
+  }
+  if (!token->empty()) list = curl_slist_append(list, ("Authorization: Bearer " + *token).c_str());
+  if (!content_type.empty()) {
+    list = curl_slist_append(list, ("Content-Type: " + std::string(content_type)).c_str());
+  }
+  curl_easy_setopt(h, CURLOPT_HTTPHEADER, list);
+  *headers = list;
+  std::string m(method);
+  if (m == "GET") {
+    curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+  } else {
+    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, m.c_str());
+    if (m != "DELETE" || !body.empty()) {
+      curl_easy_setopt(h, CURLOPT_POSTFIELDS, body.data());
+      curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
+    }
+  }
+  return {};
+}
+
+StatusOr<HttpResponse> Transport::Do(std::string_view method, const std::string& path_and_query,
+                                     const std::string& body, std::string_view content_type,
+                                     std::chrono::milliseconds timeout) {
+  auto* h = static_cast<CURL*>(Acquire());
+  if (h == nullptr) return Status(StatusCode::kInternal, "curl_easy_init failed");
+  void* headers = nullptr;
+  // CUSTOMREQUEST keeps a pointer to the method string: keep it alive.
+  std::string m(method);
+  Status prep = Prepare(h, m, path_and_query, body, content_type, &headers);
+  if (!prep.ok()) {
+    Release(h);
+    return prep;
+  }
+  char errbuf[CURL_ERROR_SIZE] = {0};
+  HttpResponse resp;
+  curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout.count()));
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, CollectBody);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, &resp.body);
+  CURLcode rc = curl_easy_perform(h);
+  long status = 0;
+  curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+  curl_slist_free_all(static_cast<curl_slist*>(headers));
+  Status err;
+  if (rc != CURLE_OK) err = CurlError(rc, errbuf, m + " " + path_and_query);
+  Release(h);
+  if (!err.ok()) return err;
+  resp.status = static_cast<int>(status);
+  return resp;
+}
+
+StatusOr<HttpResponse> Transport::Stream(const std::string& path_and_query,
+                                         const std::function<bool(std::string_view)>& on_line,
+                                         std::stop_token stop, std::chrono::seconds idle_timeout) {
+  // A watch holds its handle for a long time: use a fresh one, not the pool.
+  CURL* h = curl_easy_init();
+  if (h == nullptr) return Status(StatusCode::kInternal, "curl_easy_init failed");
+  void* headers = nullptr;
+  Status prep = Prepare(h, "GET", path_and_query, {}, {}, &headers);
+  if (!prep.ok()) {
+    curl_easy_cleanup(h);
+    return prep;
+  }
+  StreamState state;
+  state.handle = h;
+  state.on_line = &on_line;
+  state.stop = std::move(stop);
+  char errbuf[CURL_ERROR_SIZE] = {0};
+  curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, StreamWrite);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, &state);
+  curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+  curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, StreamProgress);
+  curl_easy_setopt(h, CURLOPT_XFERINFODATA, &state);
+  curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+  curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, static_cast<long>(idle_timeout.count()));
+  CURLcode rc = curl_easy_perform(h);
+  long status = state.status;
+  if (status == 0) curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+  curl_slist_free_all(static_cast<curl_slist*>(headers));
+  curl_easy_cleanup(h);
+  if (rc == CURLE_ABORTED_BY_CALLBACK || state.stop.stop_requested()) {
+    return Status(StatusCode::kCancelled, "watch stopped");
+  }
+  HttpResponse resp;
+  resp.status = static_cast<int>(status);
+  if (rc == CURLE_WRITE_ERROR && state.handler_stopped) return resp;
+  if (rc != CURLE_OK) return CurlError(rc, errbuf, "watch " + path_and_query);
+  resp.body = std::move(state.body);
+  return resp;
+}
+
+}  // namespace caphv::kube

@@ -1,0 +1,61 @@
+// File: kube/transport.h
+//
+// Transport: HTTP(S) to one apiserver over libcurl, with the TLS material and
+// credentials of a RestConfig. Keeps a small pool of easy handles so
+// connections are reused across calls. Used only by Client.
+//
+// Thread safety: all methods may be called concurrently.
+
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <mutex>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kube/config.h"
+#include "kube/status.h"
+
+namespace caphv::kube {
+
+struct HttpResponse {
+  int status = 0;
+  std::string body;
+};
+
+class Transport {
+ public:
+  explicit Transport(RestConfig config);
+  ~Transport();
+  Transport(const Transport&) = delete;
+  Transport& operator=(const Transport&) = delete;
+
+  // One request/response. A transport failure (connection refused, TLS) is an
+  // Unavailable status; any HTTP status is returned in the response.
+  StatusOr<HttpResponse> Do(std::string_view method, const std::string& path_and_query,
+                            const std::string& body, std::string_view content_type,
+                            std::chrono::milliseconds timeout = std::chrono::seconds(60));
+
+  // A streaming GET. For a 200 response each newline-terminated line of the
+  // body goes to `on_line` (return false to stop). For any other status the
+  // body is collected and returned. Stops with Cancelled when `stop` fires,
+  // and with Timeout when no byte arrives for `idle_timeout`.
+  StatusOr<HttpResponse> Stream(const std::string& path_and_query,
+                                const std::function<bool(std::string_view)>& on_line,
+                                std::stop_token stop, std::chrono::seconds idle_timeout);
+
+ private:
+  void* Acquire();             // CURL*
+  void Release(void* handle);  // CURL*
+  Status Prepare(void* handle, std::string_view method, const std::string& path_and_query,
+                 const std::string& body, std::string_view content_type, void** headers);
+
+  RestConfig config_;
+  std::mutex mu_;
+  std::vector<void*> idle_;  // CURL* handles ready for reuse
+};
+
+}  // namespace caphv::kube

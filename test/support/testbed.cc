@@ -1,0 +1,120 @@
+#include "support/testbed.h"
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <random>
+#include <thread>
+
+namespace caphv::testing {
+
+namespace {
+std::string Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr ? std::string() : std::string(v);
+}
+}  // namespace
+
+Testbed& Testbed::Get() {
+  static Testbed* bed = [] {
+    std::string dir = Env("CAPHV_TESTBED");
+    if (dir.empty()) {
+      std::fprintf(stderr,
+                   "CAPHV_TESTBED is not set: run integration tests through ctest, or start a bed "
+                   "with hack/testbed up --dir DIR and export CAPHV_TESTBED=DIR\n");
+      std::abort();
+    }
+    return new Testbed(dir);
+  }();
+  return *bed;
+}
+
+std::string Testbed::KubeconfigPath(std::string_view cluster) const {
+  return dir_ + "/" + std::string(cluster) + ".kubeconfig";
+}
+
+kube::RestConfig Testbed::Config(std::string_view cluster) const {
+  auto cfg = kube::LoadKubeconfigFile(KubeconfigPath(cluster));
+  if (!cfg.ok()) {
+    ADD_FAILURE() << "test bed kubeconfig: " << cfg.status().ToString();
+    return {};
+  }
+  return *cfg;
+}
+
+std::shared_ptr<kube::Client> Testbed::Client(std::string_view cluster) {
+  static std::mutex mu;
+  static std::map<std::string, std::shared_ptr<kube::Client>, std::less<>> clients;
+  std::lock_guard lock(mu);
+  if (auto it = clients.find(cluster); it != clients.end()) return it->second;
+  auto c = kube::Client::New(Config(cluster));
+  if (!c.ok()) {
+    ADD_FAILURE() << "client for " << cluster << ": " << c.status().ToString();
+    return nullptr;
+  }
+  clients.emplace(std::string(cluster), *c);
+  return *c;
+}
+
+ScopedNamespace::ScopedNamespace(std::shared_ptr<kube::Client> client, std::string_view prefix)
+    : client_(std::move(client)), name_(UniqueName(prefix)) {
+  kube::Object ns = {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", name_}}}};
+  auto r = client_->Create(kube::resources::kNamespaces, "", ns);
+  if (!r.ok()) ADD_FAILURE() << "creating namespace " << name_ << ": " << r.status().ToString();
+}
+
+ScopedNamespace::~ScopedNamespace() {
+  client_->Delete(kube::resources::kNamespaces, "", name_).IgnoreError();
+}
+
+std::string UniqueName(std::string_view prefix) {
+  static std::mutex mu;
+  static std::mt19937_64 rng{std::random_device{}()};
+  static constexpr char kAlphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+  std::lock_guard lock(mu);
+  std::string s(prefix);
+  s += '-';
+  for (int i = 0; i < 6; ++i) s += kAlphabet[rng() % 36];
+  return s;
+}
+
+bool Eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout,
+                std::chrono::milliseconds poll) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    if (condition()) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(poll);
+  }
+}
+
+int RunCommand(const std::string& command, std::string* output) {
+  std::string cmd = command + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return -1;
+  std::array<char, 4096> buf{};
+  size_t n = 0;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) {
+    if (output != nullptr) output->append(buf.data(), n);
+  }
+  int rc = pclose(p);
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+std::string BuildPath(std::string_view relative) {
+  std::string base = Env("CAPHV_BUILD_DIR");
+  if (base.empty()) base = "build";
+  return base + "/" + std::string(relative);
+}
+
+std::string SourcePath(std::string_view relative) {
+  std::string base = Env("CAPHV_SOURCE_DIR");
+  if (base.empty()) base = ".";
+  return base + "/" + std::string(relative);
+}
+
+}  // namespace caphv::testing

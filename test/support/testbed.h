@@ -1,0 +1,71 @@
+// File: test/support/testbed.h
+//
+// Access to the running test bed started by `hack/testbed up --dir DIR`
+// (ctest's `testbed` fixture exports DIR as $CAPHV_TESTBED). Integration
+// tests talk to its real apiservers through the project's own client.
+
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "kube/client.h"
+
+namespace caphv::testing {
+
+// The three logical clusters of the bed.
+inline constexpr std::string_view kMgmt = "mgmt";
+inline constexpr std::string_view kHarvester = "harvester";
+inline constexpr std::string_view kWorkload = "workload";
+
+class Testbed {
+ public:
+  // The bed named by $CAPHV_TESTBED; aborts the test binary if unset.
+  static Testbed& Get();
+
+  const std::string& dir() const { return dir_; }
+  std::string KubeconfigPath(std::string_view cluster) const;
+  kube::RestConfig Config(std::string_view cluster) const;
+  // A client per cluster, created on first use and shared.
+  std::shared_ptr<kube::Client> Client(std::string_view cluster);
+
+ private:
+  explicit Testbed(std::string dir) : dir_(std::move(dir)) {}
+  std::string dir_;
+};
+
+// A fresh namespace with a unique name, deleted (without waiting) when the
+// object goes out of scope.
+class ScopedNamespace {
+ public:
+  ScopedNamespace(std::shared_ptr<kube::Client> client, std::string_view prefix);
+  ~ScopedNamespace();
+  ScopedNamespace(const ScopedNamespace&) = delete;
+  ScopedNamespace& operator=(const ScopedNamespace&) = delete;
+  const std::string& name() const { return name_; }
+
+ private:
+  std::shared_ptr<kube::Client> client_;
+  std::string name_;
+};
+
+// "prefix-<random suffix>", a valid DNS-1123 label.
+std::string UniqueName(std::string_view prefix);
+
+// Polls `condition` every `poll` until it returns true or `timeout` passes.
+bool Eventually(const std::function<bool()>& condition,
+                std::chrono::milliseconds timeout = std::chrono::seconds(30),
+                std::chrono::milliseconds poll = std::chrono::milliseconds(100));
+
+// Runs a shell command; returns its exit code and, if given, its stdout+stderr.
+int RunCommand(const std::string& command, std::string* output = nullptr);
+
+// Path of a built executable: $CAPHV_BUILD_DIR/<relative>.
+std::string BuildPath(std::string_view relative);
+// Path inside the source tree: $CAPHV_SOURCE_DIR/<relative>.
+std::string SourcePath(std::string_view relative);
+
+}  // namespace caphv::testing
