@@ -67,8 +67,12 @@ for f in "${families[@]}"; do
         "kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver kube-controller-manager=k8s.io/kubernetes/cmd/kube-controller-manager"
       ;;
     etcd)
-      build etcd "$ETCD_VERSION" "-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=$ETCD_VERSION" "" \
-        "etcd=go.etcd.io/etcd/server/v3"
+      # Not fatal when Debian's etcd 3.4 is there: hack/testbed falls back to it.
+      if ! build etcd "$ETCD_VERSION" "-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=$ETCD_VERSION" "" \
+        "etcd=go.etcd.io/etcd/server/v3"; then
+        [ -x /usr/bin/etcd ] || exit 1
+        echo "testbins: etcd $ETCD_VERSION failed to build; the test bed will use /usr/bin/etcd" >&2
+      fi
       ;;
     capi)
       ld="-s -w"

@@ -115,7 +115,7 @@ StatusOr<std::shared_ptr<Client>> Client::New(RestConfig config) {
 
 StatusOr<Object> Client::Do(std::string_view method, const std::string& path,
                             const std::string& body, std::string_view content_type) {
-  CAPHV_ASSIGN_OR_RETURN(HttpResponse resp, transport_->Do(method, path, body, content_type));
+  CAPHV_ASSIGN_OR_RETURN(TransportResponse resp, transport_->Do(method, path, body, content_type));
   if (resp.status < 200 || resp.status >= 300) return Status::FromHttp(resp.status, resp.body);
   if (resp.body.empty()) return Object::object();
   auto j = Object::parse(resp.body, nullptr, /*allow_exceptions=*/false);
@@ -212,8 +212,9 @@ Status Client::Watch(const GroupVersionResource& gvr, std::string_view ns,
     return handler(std::move(ev));
   };
   auto idle = std::chrono::seconds(std::max(options.timeout_seconds, 300) + 60);
-  CAPHV_ASSIGN_OR_RETURN(HttpResponse resp, transport_->Stream(gvr.CollectionPath(ns) + q, on_line,
-                                                               std::move(stop), idle));
+  CAPHV_ASSIGN_OR_RETURN(
+      TransportResponse resp,
+      transport_->Stream(gvr.CollectionPath(ns) + q, on_line, std::move(stop), idle));
   if (!decode_error.ok()) return decode_error;
   if (resp.status != 200) return Status::FromHttp(resp.status, resp.body);
   return {};

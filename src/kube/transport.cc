@@ -153,9 +153,10 @@ Status Transport::Prepare(void* handle, std::string_view method, const std::stri
   return {};
 }
 
-StatusOr<HttpResponse> Transport::Do(std::string_view method, const std::string& path_and_query,
-                                     const std::string& body, std::string_view content_type,
-                                     std::chrono::milliseconds timeout) {
+StatusOr<TransportResponse> Transport::Do(std::string_view method,
+                                          const std::string& path_and_query,
+                                          const std::string& body, std::string_view content_type,
+                                          std::chrono::milliseconds timeout) {
   auto* h = static_cast<CURL*>(Acquire());
   if (h == nullptr) return Status(StatusCode::kInternal, "curl_easy_init failed");
   void* headers = nullptr;
@@ -167,7 +168,7 @@ StatusOr<HttpResponse> Transport::Do(std::string_view method, const std::string&
     return prep;
   }
   char errbuf[CURL_ERROR_SIZE] = {0};
-  HttpResponse resp;
+  TransportResponse resp;
   curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
   curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout.count()));
   curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, CollectBody);
@@ -184,9 +185,10 @@ StatusOr<HttpResponse> Transport::Do(std::string_view method, const std::string&
   return resp;
 }
 
-StatusOr<HttpResponse> Transport::Stream(const std::string& path_and_query,
-                                         const std::function<bool(std::string_view)>& on_line,
-                                         std::stop_token stop, std::chrono::seconds idle_timeout) {
+StatusOr<TransportResponse> Transport::Stream(const std::string& path_and_query,
+                                              const std::function<bool(std::string_view)>& on_line,
+                                              std::stop_token stop,
+                                              std::chrono::seconds idle_timeout) {
   // A watch holds its handle for a long time: use a fresh one, not the pool.
   CURL* h = curl_easy_init();
   if (h == nullptr) return Status(StatusCode::kInternal, "curl_easy_init failed");
@@ -217,7 +219,7 @@ StatusOr<HttpResponse> Transport::Stream(const std::string& path_and_query,
   if (rc == CURLE_ABORTED_BY_CALLBACK || state.stop.stop_requested()) {
     return Status(StatusCode::kCancelled, "watch stopped");
   }
-  HttpResponse resp;
+  TransportResponse resp;
   resp.status = static_cast<int>(status);
   if (rc == CURLE_WRITE_ERROR && state.handler_stopped) return resp;
   if (rc != CURLE_OK) return CurlError(rc, errbuf, "watch " + path_and_query);

@@ -21,7 +21,7 @@
 
 namespace caphv::kube {
 
-struct HttpResponse {
+struct TransportResponse {
   int status = 0;
   std::string body;
 };
@@ -35,17 +35,17 @@ class Transport {
 
   // One request/response. A transport failure (connection refused, TLS) is an
   // Unavailable status; any HTTP status is returned in the response.
-  StatusOr<HttpResponse> Do(std::string_view method, const std::string& path_and_query,
-                            const std::string& body, std::string_view content_type,
-                            std::chrono::milliseconds timeout = std::chrono::seconds(60));
+  StatusOr<TransportResponse> Do(std::string_view method, const std::string& path_and_query,
+                                 const std::string& body, std::string_view content_type,
+                                 std::chrono::milliseconds timeout = std::chrono::seconds(60));
 
   // A streaming GET. For a 200 response each newline-terminated line of the
   // body goes to `on_line` (return false to stop). For any other status the
   // body is collected and returned. Stops with Cancelled when `stop` fires,
   // and with Timeout when no byte arrives for `idle_timeout`.
-  StatusOr<HttpResponse> Stream(const std::string& path_and_query,
-                                const std::function<bool(std::string_view)>& on_line,
-                                std::stop_token stop, std::chrono::seconds idle_timeout);
+  StatusOr<TransportResponse> Stream(const std::string& path_and_query,
+                                     const std::function<bool(std::string_view)>& on_line,
+                                     std::stop_token stop, std::chrono::seconds idle_timeout);
 
  private:
   void* Acquire();             // CURL*

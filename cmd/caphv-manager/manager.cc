@@ -1,0 +1,243 @@
+// File: cmd/caphv-manager/manager.cc
+//
+// Start-up and shutdown sequencing of caphv-manager.
+
+#include "manager.h"
+
+#include <cstdlib>
+#include <thread>
+
+#include "controllers/metrics.h"
+#include "kube/leader_election.h"
+#include "kube/metrics.h"
+#include "webhooks/admission.h"
+
+namespace caphv::manager {
+namespace {
+
+std::chrono::milliseconds Remaining(std::chrono::steady_clock::time_point deadline) {
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      deadline - std::chrono::steady_clock::now());
+  return left.count() > 0 ? left : std::chrono::milliseconds(0);
+}
+
+}  // namespace
+
+Manager::Manager(Options options, std::shared_ptr<kube::Client> client)
+    : options_(std::move(options)),
+      client_(std::move(client)),
+      log_(kube::log::Root().WithName("manager")) {}
+
+Manager::~Manager() = default;
+
+void Manager::AddLeaderRunnable(std::string name, Runnable runnable) {
+  runnables_.push_back({std::move(name), std::move(runnable)});
+}
+
+void Manager::Fail(const std::string& why) {
+  log_.Error(why, "Stopping the manager");
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    failed_ = true;
+  }
+  cv_.notify_all();
+}
+
+kube::Status Manager::StartServers() {
+  controllers::metrics::Register();
+  probes_.AddHealthzCheck("ping", kube::health::Ping());
+  probes_.AddReadyzCheck("ping", kube::health::Ping());
+  if (options_.enable_webhooks) {
+    probes_.AddReadyzCheck("webhook", [this]() -> kube::Status {
+      if (webhook_serving_.load()) return {};
+      return kube::Status(kube::StatusCode::kUnavailable, "webhook server not started");
+    });
+  }
+
+  auto metrics_handler = [](const kube::HttpRequest&) {
+    return kube::HttpResponse{.status = 200,
+                              .content_type = kube::metrics::kContentType,
+                              .body = controllers::metrics::SerializeAll()};
+  };
+  if (options_.health_probe_bind_address != "0") {
+    probe_server_ = std::make_unique<kube::HttpServer>(kube::HttpServerOptions{
+        .name = "health-probe", .bind_address = options_.health_probe_bind_address});
+    probes_.Register(*probe_server_, /*with_metrics=*/false);
+    CAPHV_RETURN_IF_ERROR(probe_server_->Start());
+    log_.Info("Serving health probes", {{"address", probe_server_->address()}});
+  }
+  if (options_.metrics_bind_address != "0") {
+    metrics_server_ = std::make_unique<kube::HttpServer>(
+        kube::HttpServerOptions{.name = "metrics", .bind_address = options_.metrics_bind_address});
+    metrics_server_->Handle("/metrics", metrics_handler);
+    CAPHV_RETURN_IF_ERROR(metrics_server_->Start());
+    log_.Info("Serving metrics", {{"address", metrics_server_->address()}});
+  }
+  if (options_.enable_webhooks) {
+    webhook_server_ = std::make_unique<kube::HttpServer>(
+        kube::HttpServerOptions{.name = "webhook",
+                                .bind_address = ":" + std::to_string(options_.webhook_port),
+                                .threads = 2,
+                                .body_limit = webhooks::kAdmissionBodyLimit,
+                                .cert_dir = options_.webhook_cert_dir,
+                                .cert_name = options_.webhook_cert_name,
+                                .key_name = options_.webhook_key_name});
+    webhooks::RegisterValidatingWebhooks(*webhook_server_);
+    CAPHV_RETURN_IF_ERROR(webhook_server_->Start());
+    webhook_serving_.store(true);
+    log_.Info("Serving webhooks",
+              {{"address", webhook_server_->address()}, {"certDir", options_.webhook_cert_dir}});
+  }
+  return {};
+}
+
+void Manager::RunLeaderRunnables(std::stop_token stop) {
+  if (runnables_.empty()) {
+    log_.V(1).Info("No leader-only runnables registered");
+  }
+  std::vector<std::jthread> threads;
+  threads.reserve(runnables_.size());
+  for (const auto& r : runnables_) {
+    threads.emplace_back([this, &r, stop] {
+      auto logger = log_.WithValues({{"runnable", r.name}});
+      logger.Info("Starting runnable");
+      kube::Status s;
+      try {
+        s = r.run(stop);
+      } catch (const std::exception& e) {
+        s = kube::Status(kube::StatusCode::kInternal, e.what());
+      }
+      if (!s.ok() && !s.IsCancelled()) {
+        logger.Error(s, "Runnable failed");
+        Fail("runnable " + r.name + " failed");
+        return;
+      }
+      logger.Info("Stopped runnable");
+    });
+  }
+  // Wait for stop, then join every runnable (jthread joins on destruction
+  // without requesting its own stop: `stop` is the shared token).
+  std::mutex mu;
+  std::condition_variable_any cv;
+  std::unique_lock<std::mutex> lock(mu);
+  cv.wait(lock, stop, [] { return false; });
+  lock.unlock();
+  threads.clear();
+}
+
+void Manager::ShutdownServers(std::chrono::steady_clock::time_point deadline) {
+  if (webhook_server_) {
+    webhook_serving_.store(false);
+    if (auto s = webhook_server_->Shutdown(Remaining(deadline)); !s.ok()) {
+      log_.Error(s, "Webhook server did not stop cleanly");
+    }
+  }
+  for (auto* server : {metrics_server_.get(), probe_server_.get()}) {
+    if (server == nullptr) continue;
+    if (auto s = server->Shutdown(Remaining(deadline)); !s.ok()) {
+      log_.Error(s, "HTTP server did not stop cleanly");
+    }
+  }
+}
+
+int Manager::Run(std::stop_token stop) {
+  std::stop_source internal;  // ends elections and runnables
+  if (auto s = StartServers(); !s.ok()) {
+    log_.Error(s, "Unable to start the manager's servers");
+    ShutdownServers(std::chrono::steady_clock::now() + std::chrono::seconds(5));
+    return 1;
+  }
+
+  std::atomic<bool> lease_lost{false};
+  std::jthread leader_thread;
+  if (options_.leader_elect) {
+    kube::LeaderElectionConfig config{.lease_namespace = options_.leader_election_namespace,
+                                      .lease_name = options_.leader_election_id,
+                                      .identity = kube::DefaultIdentity(),
+                                      .lease_duration = options_.lease_duration,
+                                      .renew_deadline = options_.renew_deadline,
+                                      .retry_period = options_.retry_period,
+                                      .release_on_cancel = true};
+    auto elector = kube::LeaderElector::New(client_, config);
+    if (!elector.ok()) {
+      log_.Error(elector.status(), "Invalid leader election configuration");
+      ShutdownServers(std::chrono::steady_clock::now() + std::chrono::seconds(5));
+      return 1;
+    }
+    log_.Info("Attempting to acquire leader lease",
+              {{"lease", kube::log::KRef(config.lease_namespace, config.lease_name)},
+               {"identity", (*elector)->identity()}});
+    leader_thread =
+        std::jthread([this, &lease_lost, token = internal.get_token(),
+                      elector = std::shared_ptr<kube::LeaderElector>(std::move(*elector))] {
+          kube::LeaderCallbacks callbacks;
+          callbacks.on_started_leading = [this](std::stop_token leading) {
+            log_.Info("Successfully acquired lease; starting leader-only runnables");
+            RunLeaderRunnables(leading);
+          };
+          callbacks.on_stopped_leading = [this] { log_.Info("Stopped leading"); };
+          callbacks.on_new_leader = [this](const std::string& id) {
+            log_.V(1).Info("New leader elected", {{"identity", id}});
+          };
+          kube::Status s = elector->Run(token, std::move(callbacks));
+          if (!s.ok()) {
+            lease_lost.store(true);
+            Fail("leader election lost: " + s.message());
+          }
+        });
+  } else {
+    leader_thread =
+        std::jthread([this, token = internal.get_token()] { RunLeaderRunnables(token); });
+  }
+  log_.Info("Manager started");
+
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, stop, [this] { return failed_; });
+  }
+  bool failed;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    failed = failed_;
+  }
+  log_.Info("Stopping and waiting for runnables, leader election and servers",
+            {{"timeout", std::to_string(graceful_timeout.count()) + "s"}});
+  probes_.SetShuttingDown();
+
+  // Bound the whole shutdown: past the timeout, exit at once.
+  auto deadline = std::chrono::steady_clock::now() + graceful_timeout;
+  std::mutex done_mu;
+  std::condition_variable done_cv;
+  bool done = false;
+  std::thread watchdog([&, this] {
+    std::unique_lock<std::mutex> lock(done_mu);
+    if (!done_cv.wait_until(lock, deadline, [&] { return done; })) {
+      log_.Error("graceful shutdown timed out", "Exiting without a clean shutdown",
+                 {{"timeout", std::to_string(graceful_timeout.count()) + "s"}});
+      std::_Exit(1);
+    }
+  });
+
+  internal.request_stop();
+  if (leader_thread.joinable()) leader_thread.join();
+  ShutdownServers(deadline);
+  {
+    std::lock_guard<std::mutex> lock(done_mu);
+    done = true;
+  }
+  done_cv.notify_all();
+  watchdog.join();
+
+  if (lease_lost.load()) {
+    log_.Error("leader election lost", "Manager stopped");
+    return 1;
+  }
+  if (failed) {
+    log_.Error("a runnable failed", "Manager stopped");
+    return 1;
+  }
+  log_.Info("Manager stopped");
+  return 0;
+}
+
+}  // namespace caphv::manager

@@ -1,0 +1,74 @@
+// File: cmd/caphv-manager/options.h
+//
+// Command-line options of caphv-manager and their validation, as a pure
+// function of argv (no environment, no files), so it is unit-tested.
+//
+// Accepted forms: `--flag=value`, `--flag value`, `--bool`, `--bool=false`,
+// `-v N`, `-vN`, `-v=N` and `--v=N`. Defaults follow controller-runtime and
+// Cluster API (see the flag table in the help text):
+//   --metrics-bind-address :8080 ("0" disables), --health-probe-bind-address
+//   :8081 ("0" disables), --leader-elect false, lease 15s / 10s / 2s,
+//   --webhook-port 9443, --webhook-cert-dir <TMPDIR>/k8s-webhook-server/serving-certs,
+//   --concurrency 10, --sync-period 10m, --log-format text.
+//
+// Thread safety: ParseOptions and ParseDuration are stateless.
+
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <string_view>
+
+#include "kube/status.h"
+
+namespace caphv::manager {
+
+// The Go provider's leader election ID, so that a C++ and a Go manager never
+// lead at the same time during a migration.
+inline constexpr std::string_view kDefaultLeaderElectionId = "1e1658d6.cluster.x-k8s.io";
+
+struct Options {
+  std::string kubeconfig;
+  std::string metrics_bind_address = ":8080";
+  std::string health_probe_bind_address = ":8081";
+
+  bool leader_elect = false;
+  std::string leader_election_id = std::string(kDefaultLeaderElectionId);
+  std::string leader_election_namespace;  // empty: the pod's namespace
+  std::chrono::milliseconds lease_duration{15000};
+  std::chrono::milliseconds renew_deadline{10000};
+  std::chrono::milliseconds retry_period{2000};
+
+  bool enable_webhooks = false;
+  int webhook_port = 9443;
+  std::string webhook_cert_dir;  // defaulted from TMPDIR by ParseOptions
+  std::string webhook_cert_name = "tls.crt";
+  std::string webhook_key_name = "tls.key";
+
+  int concurrency = 10;
+  std::chrono::milliseconds sync_period{10 * 60 * 1000};
+  std::string watch_namespace;  // --namespace; empty = all namespaces
+  std::string watch_filter;     // value of the cluster.x-k8s.io/watch-filter label
+
+  int verbosity = 0;
+  std::string log_format = "text";  // "text" or "json"
+
+  // Set when the user asked for --help / --version: print and exit 0.
+  bool show_help = false;
+  bool show_version = false;
+  std::string help_text;
+};
+
+// Parses and validates argv. `tmpdir` stands for $TMPDIR (empty = "/tmp") in
+// the default webhook certificate directory. Errors are kInvalidArgument with
+// a one-line message naming the flag.
+kube::StatusOr<Options> ParseOptions(int argc, const char* const* argv,
+                                     std::string_view tmpdir = {});
+
+// Go-style durations: "1h2m3s", "500ms", "1.5s", "0"; units ns, us, ms, s, m, h.
+kube::StatusOr<std::chrono::milliseconds> ParseDuration(std::string_view text);
+
+// The inverse, for logs: "15s", "10m0s", "1h0m0s", "500ms".
+std::string FormatDuration(std::chrono::milliseconds d);
+
+}  // namespace caphv::manager

@@ -1,0 +1,150 @@
+# shellcheck shell=bash
+# Optional parts of the test bed, sourced by hack/testbed:
+#   tb_up_capi       Cluster API core CRDs + webhooks + manager against mgmt
+#   tb_up_harvester  the Harvester simulator (caphv-sim) against harvester
+# Both run after the three clusters are ready and use the variables set by
+# cmd_up (DIR, CACHE, TIMEOUT, ports, binaries).
+
+# ---------------------------------------------------------------------------
+# Cluster API core manager as a local process. Its webhooks are registered
+# with clientConfig.url=https://127.0.0.1:<port><path> and the bed's CA, the
+# way CAPI's own envtest does it.
+
+# Rewrites CAPI's webhook configurations (YAML file $1) for a local server;
+# prints a JSON List. Reads YAML with PyYAML when present, otherwise lets
+# kubectl (against mgmt) turn it into a stream of JSON objects.
+tb_capi_webhooks_json() {
+  local mode=json
+  python3 -c 'import yaml' 2>/dev/null && mode=yaml
+  {
+    if [ "$mode" = yaml ]; then cat "$1"; else
+      kubectl --kubeconfig "$DIR/mgmt.kubeconfig" create --dry-run=client -o json -f "$1"
+    fi
+  } | python3 -c '
+import base64, json, sys
+mode, port, ca_file = sys.argv[1:4]
+ca = base64.b64encode(open(ca_file, "rb").read()).decode()
+text = sys.stdin.read()
+if mode == "yaml":
+    import yaml
+    docs = [d for d in yaml.safe_load_all(text) if d]
+else:
+    docs, dec, i = [], json.JSONDecoder(), 0
+    while text[i:].strip():
+        i += len(text[i:]) - len(text[i:].lstrip())
+        obj, i = dec.raw_decode(text, i)
+        docs.append(obj)
+items = []
+for doc in docs:
+    items.extend(doc["items"] if doc.get("kind") == "List" else [doc])
+for obj in items:
+    meta = obj["metadata"]
+    meta["name"] = "capi-" + meta["name"]
+    meta.pop("annotations", None)
+    for hook in obj.get("webhooks", []):
+        svc = hook["clientConfig"].get("service", {})
+        hook["clientConfig"] = {
+            "url": "https://127.0.0.1:%s%s" % (port, svc.get("path", "/")),
+            "caBundle": ca,
+        }
+if not items:
+    sys.exit("no webhook configurations found")
+json.dump({"apiVersion": "v1", "kind": "List", "items": items}, sys.stdout)
+' "$mode" "$CAPI_WEBHOOK_PORT" "$DIR/pki/ca.crt"
+}
+
+tb_up_capi() {
+  local t0 config="$CACHE/bin/current/config" kc="$DIR/mgmt.kubeconfig" deadline
+  t0=$(tb_now_ms)
+  if [ ! -d "$config/crd/bases" ] || [ ! -f "$config/webhook/manifests.yaml" ]; then
+    tb_die "Cluster API manifests not found in $config; run hack/build-testbins.sh capi"
+  fi
+  mkdir -p "$DIR/capi/certs"
+  cp "$DIR/pki/serving.crt" "$DIR/capi/certs/tls.crt"
+  cp "$DIR/pki/serving.key" "$DIR/capi/certs/tls.key"
+
+  # CRDs straight from bases/: v1.10 serves only v1beta1, no conversion needed.
+  # Server-side apply: some CRDs are too big for the last-applied annotation.
+  kubectl --kubeconfig "$kc" apply --server-side -f "$config/crd/bases" >>"$DIR/logs/capi-install.log" 2>&1 ||
+    tb_fail_with_log capi-install "applying Cluster API CRDs failed"
+  kubectl --kubeconfig "$kc" wait --for=condition=Established --timeout="${TIMEOUT}s" \
+    -f "$config/crd/bases" >>"$DIR/logs/capi-install.log" 2>&1 ||
+    tb_fail_with_log capi-install "Cluster API CRDs not established"
+  tb_capi_webhooks_json "$config/webhook/manifests.yaml" >"$DIR/capi/webhooks.json" 2>>"$DIR/logs/capi-install.log" ||
+    tb_fail_with_log capi-install "rewriting $config/webhook/manifests.yaml failed"
+  kubectl --kubeconfig "$kc" apply --server-side -f "$DIR/capi/webhooks.json" >>"$DIR/logs/capi-install.log" 2>&1 ||
+    tb_fail_with_log capi-install "registering Cluster API webhooks failed"
+
+  tb_start capi "$CAPI_BIN" --kubeconfig="$kc" \
+    --webhook-port="$CAPI_WEBHOOK_PORT" --webhook-cert-dir="$DIR/capi/certs" \
+    --health-addr="127.0.0.1:$CAPI_HEALTH_PORT" \
+    --diagnostics-address="127.0.0.1:$CAPI_DIAGNOSTICS_PORT" --insecure-diagnostics \
+    --leader-elect=false --feature-gates=ClusterTopology=true
+  tb_env_set CAPI_PID "$(<"$DIR/run/capi.pid")"
+  tb_env_set CAPI_WEBHOOK_PORT "$CAPI_WEBHOOK_PORT"
+  tb_env_set CAPI_HEALTH_PORT "$CAPI_HEALTH_PORT"
+  tb_env_set CAPI_DIAGNOSTICS_PORT "$CAPI_DIAGNOSTICS_PORT"
+
+  # Ready = health endpoint OK and a Cluster passes the webhooks (dry run).
+  deadline=$(($(date +%s) + TIMEOUT))
+  until tb_http_ok "http://127.0.0.1:$CAPI_HEALTH_PORT/readyz" &&
+    kubectl --kubeconfig "$kc" create --dry-run=server -o name -f - >/dev/null 2>&1 <<'EOF'; do
+apiVersion: cluster.x-k8s.io/v1beta1
+kind: Cluster
+metadata:
+  name: testbed-probe
+  namespace: default
+spec: {}
+EOF
+    tb_alive capi || tb_fail_with_log capi "Cluster API manager exited"
+    [ "$(date +%s)" -lt "$deadline" ] || tb_fail_with_log capi "Cluster API manager not ready after ${TIMEOUT}s"
+    sleep 0.5
+  done
+  tb_log "Cluster API ready in $((($(tb_now_ms) - t0) / 1000))s"
+}
+
+# ---------------------------------------------------------------------------
+# Harvester simulator.
+
+tb_find_sim() {
+  local c
+  for c in "${CAPHV_SIM:-}" "${CAPHV_BUILD_DIR:+$CAPHV_BUILD_DIR/cmd/caphv-sim/caphv-sim}" \
+    "$ROOT/build/cmd/caphv-sim/caphv-sim"; do
+    if [ -n "$c" ] && [ -x "$c" ]; then
+      echo "$c"
+      return 0
+    fi
+  done
+  tb_die "--with-harvester: caphv-sim not found (looked at \$CAPHV_SIM, \$CAPHV_BUILD_DIR/cmd/caphv-sim/caphv-sim, $ROOT/build/cmd/caphv-sim/caphv-sim); build it first"
+}
+
+tb_up_harvester() {
+  local t0 deadline env_args=()
+  t0=$(tb_now_ms)
+  # CAPHV_SIM_ENV: an environment YAML for the simulator (default: built-in).
+  [ -n "${CAPHV_SIM_ENV:-}" ] && env_args=(--env "$CAPHV_SIM_ENV")
+  if ! timeout "$TIMEOUT" "$SIM_BIN" install --kubeconfig "$DIR/harvester.kubeconfig" "${env_args[@]}" \
+    </dev/null >>"$DIR/logs/caphv-sim-install.log" 2>&1; then
+    tb_fail_with_log caphv-sim-install "caphv-sim install failed"
+  fi
+  # Its validating webhook serves with the bed's certificate.
+  mkdir -p "$DIR/sim/certs"
+  cp "$DIR/pki/serving.crt" "$DIR/sim/certs/tls.crt"
+  cp "$DIR/pki/serving.key" "$DIR/sim/certs/tls.key"
+  cp "$DIR/pki/ca.crt" "$DIR/sim/certs/ca.crt"
+  tb_start caphv-sim "$SIM_BIN" run --kubeconfig "$DIR/harvester.kubeconfig" \
+    --workload-kubeconfig "$DIR/workload.kubeconfig" "${env_args[@]}" \
+    --health-probe-bind-address "127.0.0.1:$SIM_HEALTH_PORT" \
+    --webhook-bind-address "127.0.0.1:$SIM_WEBHOOK_PORT" --cert-dir "$DIR/sim/certs"
+  tb_env_set SIM_PID "$(<"$DIR/run/caphv-sim.pid")"
+  tb_env_set SIM_BIN "$SIM_BIN"
+  tb_env_set SIM_HEALTH_PORT "$SIM_HEALTH_PORT"
+  tb_env_set SIM_WEBHOOK_PORT "$SIM_WEBHOOK_PORT"
+  deadline=$(($(date +%s) + TIMEOUT))
+  until tb_http_ok "http://127.0.0.1:$SIM_HEALTH_PORT/readyz"; do
+    tb_alive caphv-sim || tb_fail_with_log caphv-sim "caphv-sim exited"
+    [ "$(date +%s)" -lt "$deadline" ] || tb_fail_with_log caphv-sim "caphv-sim not ready after ${TIMEOUT}s"
+    sleep 0.5
+  done
+  tb_log "Harvester simulator ready in $((($(tb_now_ms) - t0) / 1000))s"
+}

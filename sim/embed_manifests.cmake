@@ -1,0 +1,15 @@
+# Writes OUT: a C++ file holding every *.yaml under DIR as a raw string, keyed by
+# its path relative to DIR (see sim/manifests.h).
+file(GLOB_RECURSE files RELATIVE ${DIR} ${DIR}/*.yaml)
+list(SORT files)
+set(body "// Generated from config/harvester-sim by sim/embed_manifests.cmake. Do not edit.\n")
+string(APPEND body "#include \"sim/manifests.h\"\n\nnamespace caphv::sim {\n\n")
+string(APPEND body "const std::vector<EmbeddedFile>& EmbeddedFiles() {\n")
+string(APPEND body "  static const std::vector<EmbeddedFile> kFiles = {\n")
+foreach(f ${files})
+  file(READ ${DIR}/${f} content)
+  string(APPEND body "    {\"${f}\", R\"caphv_yaml(${content})caphv_yaml\"},\n")
+endforeach()
+string(APPEND body "  };\n  return kFiles;\n}\n\n}  // namespace caphv::sim\n")
+file(WRITE ${OUT}.tmp "${body}")
+execute_process(COMMAND ${CMAKE_COMMAND} -E copy_if_different ${OUT}.tmp ${OUT})

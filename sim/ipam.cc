@@ -1,0 +1,184 @@
+// File: sim/ipam.cc
+
+#include "sim/ipam.h"
+
+#include <charconv>
+
+namespace caphv::sim {
+
+using kube::Object;
+using kube::Status;
+using kube::StatusCode;
+
+std::optional<uint32_t> ParseIpv4(std::string_view s) {
+  uint32_t out = 0;
+  for (int i = 0; i < 4; ++i) {
+    unsigned v = 0;
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc() || p == s.data() || v > 255 || (p - s.data()) > 3) return std::nullopt;
+    out = (out << 8) | v;
+    s.remove_prefix(p - s.data());
+    if (i < 3) {
+      if (s.empty() || s.front() != '.') return std::nullopt;
+      s.remove_prefix(1);
+    }
+  }
+  if (!s.empty()) return std::nullopt;
+  return out;
+}
+
+std::string FormatIpv4(uint32_t ip) {
+  return std::to_string(ip >> 24) + "." + std::to_string((ip >> 16) & 255) + "." +
+         std::to_string((ip >> 8) & 255) + "." + std::to_string(ip & 255);
+}
+
+std::string PrefixToMask(int prefix) {
+  return FormatIpv4(prefix <= 0 ? 0 : (prefix >= 32 ? ~0u : ~0u << (32 - prefix)));
+}
+
+std::optional<Cidr> ParseCidr(std::string_view s) {
+  auto slash = s.find('/');
+  if (slash == std::string_view::npos) return std::nullopt;
+  auto ip = ParseIpv4(s.substr(0, slash));
+  auto rest = s.substr(slash + 1);
+  int prefix = -1;
+  auto [p, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), prefix);
+  if (!ip || ec != std::errc() || p != rest.data() + rest.size() || prefix < 0 || prefix > 32) {
+    return std::nullopt;
+  }
+  return Cidr{*ip, prefix};
+}
+
+kube::StatusOr<std::vector<PoolRange>> PoolRanges(const Object& pool) {
+  std::vector<PoolRange> out;
+  const Object ranges = pool.value("/spec/ranges"_json_pointer, Object::array());
+  if (!ranges.is_array() || ranges.empty()) {
+    return Status(StatusCode::kInvalidArgument, "IPPool has no ranges");
+  }
+  for (const auto& r : ranges) {
+    auto cidr = ParseCidr(r.value("subnet", ""));
+    if (!cidr || cidr->prefix > 30) {
+      return Status(StatusCode::kInvalidArgument, "invalid subnet " + r.value("subnet", ""));
+    }
+    PoolRange pr{r.value("subnet", ""), cidr->prefix, cidr->Network() + 1, cidr->Broadcast() - 1,
+                 cidr->Network() + 1};
+    for (auto [key, field] : {std::pair{"rangeStart", &pr.start}, std::pair{"rangeEnd", &pr.end},
+                              std::pair{"gateway", &pr.gateway}}) {
+      const std::string v = r.value(key, "");
+      if (v.empty()) continue;
+      auto ip = ParseIpv4(v);
+      if (!ip || *ip < cidr->Network() || *ip > cidr->Broadcast()) {
+        return Status(StatusCode::kInvalidArgument, std::string("invalid ") + key + " " + v);
+      }
+      *field = *ip;
+    }
+    if (pr.start > pr.end) return Status(StatusCode::kInvalidArgument, "rangeStart > rangeEnd");
+    out.push_back(pr);
+  }
+  return out;
+}
+
+int64_t PoolTotal(const std::vector<PoolRange>& ranges) {
+  int64_t total = 0;
+  for (const auto& r : ranges) {
+    total += int64_t{r.end} - r.start + 1;
+    if (r.gateway >= r.start && r.gateway <= r.end) --total;
+  }
+  return total;
+}
+
+PoolStatus PoolStatusOf(const Object& pool, const std::vector<PoolRange>& ranges) {
+  PoolStatus s;
+  const Object st = pool.value("status", Object::object());
+  s.last_allocated = st.value("lastAllocated", "");
+  for (auto [key, map] :
+       {std::pair{"allocated", &s.allocated}, std::pair{"allocatedHistory", &s.history}}) {
+    if (st.contains(key) && st[key].is_object()) {
+      for (auto it = st[key].begin(); it != st[key].end(); ++it) {
+        if (it->is_string()) (*map)[it.key()] = it->get<std::string>();
+      }
+    }
+  }
+  s.total = PoolTotal(ranges);
+  s.available = s.total - static_cast<int64_t>(s.allocated.size());
+  return s;
+}
+
+Object PoolStatusToJson(const PoolStatus& s) {
+  Object out = {
+      {"total", s.total}, {"available", s.available}, {"lastAllocated", s.last_allocated}};
+  if (!s.allocated.empty()) out["allocated"] = s.allocated;
+  if (!s.history.empty()) out["allocatedHistory"] = s.history;
+  out["conditions"] = Object::array({{{"type", "Ready"}, {"status", "True"}}});
+  return out;
+}
+
+std::optional<PoolRange> RangeOf(const std::vector<PoolRange>& ranges, uint32_t ip) {
+  for (const auto& r : ranges) {
+    if (ip >= r.start && ip <= r.end) return r;
+  }
+  return std::nullopt;
+}
+
+kube::StatusOr<std::string> PoolReserve(const std::vector<PoolRange>& ranges, PoolStatus& status,
+                                        const std::string& owner) {
+  for (const auto& [ip, who] : status.allocated) {
+    if (who == owner) return ip;
+  }
+  auto take = [&](const std::string& ip) {
+    status.allocated[ip] = owner;
+    status.history.erase(ip);
+    status.last_allocated = ip;
+    status.available = status.total - static_cast<int64_t>(status.allocated.size());
+    return ip;
+  };
+  for (const auto& [ip, who] : status.history) {
+    if (who == owner && !status.allocated.contains(ip)) return take(ip);
+  }
+  // Candidates in range order, starting after lastAllocated.
+  std::vector<uint32_t> order;
+  for (const auto& r : ranges) {
+    for (uint64_t ip = r.start; ip <= r.end; ++ip) {
+      if (ip != r.gateway) order.push_back(static_cast<uint32_t>(ip));
+    }
+  }
+  size_t begin = 0;
+  if (auto last = ParseIpv4(status.last_allocated)) {
+    for (size_t i = 0; i < order.size(); ++i) {
+      if (order[i] == *last) begin = i + 1;
+    }
+  }
+  for (int pass = 0; pass < 2; ++pass) {
+    for (size_t n = 0; n < order.size(); ++n) {
+      const std::string ip = FormatIpv4(order[(begin + n) % order.size()]);
+      if (status.allocated.contains(ip)) continue;
+      if (pass == 0 && status.history.contains(ip)) continue;
+      return take(ip);
+    }
+  }
+  return Status(StatusCode::kInvalidArgument, "no available IP in the pool");
+}
+
+bool PoolRelease(PoolStatus& status, const std::string& owner) {
+  bool any = false;
+  for (auto it = status.allocated.begin(); it != status.allocated.end();) {
+    if (it->second == owner) {
+      status.history[it->first] = owner;
+      it = status.allocated.erase(it);
+      any = true;
+    } else {
+      ++it;
+    }
+  }
+  status.available = status.total - static_cast<int64_t>(status.allocated.size());
+  return any;
+}
+
+std::optional<uint32_t> LeaseFrom(uint32_t start, uint32_t end, const std::set<uint32_t>& used) {
+  for (uint64_t ip = start; ip <= end; ++ip) {
+    if (!used.contains(static_cast<uint32_t>(ip))) return static_cast<uint32_t>(ip);
+  }
+  return std::nullopt;
+}
+
+}  // namespace caphv::sim

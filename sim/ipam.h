@@ -1,0 +1,79 @@
+// File: sim/ipam.h
+//
+// IPv4 address arithmetic and the two allocators the simulator plays:
+//  - Harvester's load-balancer IPPool bookkeeping (status.allocated,
+//    allocatedHistory, lastAllocated, total, available), with owners
+//    "<namespace>/<name>" exactly as harvester-load-balancer records them;
+//  - DHCP-style leases from a plain address range.
+//
+// Thread safety: pure functions over values.
+
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kube/client.h"
+#include "kube/status.h"
+
+namespace caphv::sim {
+
+std::optional<uint32_t> ParseIpv4(std::string_view s);
+std::string FormatIpv4(uint32_t ip);
+// "255.255.255.0" for 24.
+std::string PrefixToMask(int prefix);
+// Reads "a.b.c.d/n" (host bits may be set); nullopt when malformed.
+struct Cidr {
+  uint32_t address = 0;  // as written
+  int prefix = 0;
+  uint32_t Network() const { return prefix == 0 ? 0 : address & (~0u << (32 - prefix)); }
+  uint32_t Broadcast() const { return Network() | (prefix == 32 ? 0 : ~0u >> prefix); }
+};
+std::optional<Cidr> ParseCidr(std::string_view s);
+
+// One range of an IPPool spec after Harvester's defaulting: start defaults to
+// the first usable address, end to the last usable one, gateway to the first.
+struct PoolRange {
+  std::string subnet;
+  int prefix = 0;
+  uint32_t start = 0;
+  uint32_t end = 0;
+  uint32_t gateway = 0;
+};
+kube::StatusOr<std::vector<PoolRange>> PoolRanges(const kube::Object& pool);
+
+// Addresses of the ranges, the gateways excluded.
+int64_t PoolTotal(const std::vector<PoolRange>& ranges);
+
+// The status block of an IPPool as plain values.
+struct PoolStatus {
+  int64_t total = 0;
+  int64_t available = 0;
+  std::string last_allocated;
+  std::map<std::string, std::string> allocated;  // ip -> owner
+  std::map<std::string, std::string> history;    // ip -> last owner
+};
+// Reads `pool.status`, recomputing total/available from the spec.
+PoolStatus PoolStatusOf(const kube::Object& pool, const std::vector<PoolRange>& ranges);
+kube::Object PoolStatusToJson(const PoolStatus& s);
+
+// Reserves an address for `owner`: the one it already holds, else the one it
+// held last (history) if free, else the next free address after
+// lastAllocated (round robin), preferring addresses without history.
+// ResourceExhausted-style kInvalidArgument when the pool is full.
+kube::StatusOr<std::string> PoolReserve(const std::vector<PoolRange>& ranges, PoolStatus& status,
+                                        const std::string& owner);
+// Moves every address held by `owner` to the history. Returns true if any.
+bool PoolRelease(PoolStatus& status, const std::string& owner);
+// The range that holds `ip`, if any.
+std::optional<PoolRange> RangeOf(const std::vector<PoolRange>& ranges, uint32_t ip);
+
+// The first address of [start, end] not in `used`.
+std::optional<uint32_t> LeaseFrom(uint32_t start, uint32_t end, const std::set<uint32_t>& used);
+
+}  // namespace caphv::sim

@@ -1,0 +1,135 @@
+// File: sim/loadbalancer.cc
+
+#include "sim/loadbalancer.h"
+
+#include <algorithm>
+
+namespace caphv::sim {
+
+using kube::Object;
+
+namespace {
+
+std::string Annotation(const Object& o, const char* key) {
+  const auto& meta = o.value("metadata", Object::object());
+  const auto& ann = meta.value("annotations", Object::object());
+  return ann.value(key, "");
+}
+
+bool Matches(const std::string& pattern, const std::string& value) {
+  return pattern.empty() || pattern == "*" || pattern == value;
+}
+
+}  // namespace
+
+std::string LbOwner(const Object& lb) {
+  return lb["metadata"].value("namespace", "") + "/" + lb["metadata"].value("name", "");
+}
+
+bool LbUsesPool(const Object& lb) {
+  return lb.value("spec", Object::object()).value("ipam", "pool") == "pool";
+}
+
+std::optional<std::string> SelectPool(const Object& lb, const std::vector<Object>& pools) {
+  const Object spec = lb.value("spec", Object::object());
+  const std::string wanted = spec.value("ipPool", "");
+  if (!wanted.empty()) {
+    for (const auto& p : pools) {
+      if (p["metadata"].value("name", "") == wanted) return wanted;
+    }
+    return std::nullopt;
+  }
+  const std::string network = Annotation(lb, "loadbalancer.harvesterhci.io/network");
+  const std::string project = Annotation(lb, "loadbalancer.harvesterhci.io/project");
+  std::string ns = Annotation(lb, "loadbalancer.harvesterhci.io/namespace");
+  if (ns.empty()) ns = lb["metadata"].value("namespace", "");
+  const std::string cluster = Annotation(lb, "loadbalancer.harvesterhci.io/cluster");
+  std::optional<std::string> best;
+  int64_t best_priority = -1;
+  std::optional<std::string> global;
+  for (const auto& p : pools) {
+    const std::string name = p["metadata"].value("name", "");
+    const Object labels = p["metadata"].value("labels", Object::object());
+    if (labels.value("loadbalancer.harvesterhci.io/global-ip-pool", "") == "true") global = name;
+    const Object sel = p.value("spec", Object::object()).value("selector", Object::object());
+    if (sel.empty()) continue;
+    const std::string pool_net = sel.value("network", "");
+    if (!pool_net.empty() && pool_net != network) continue;
+    const Object scope = sel.value("scope", Object::array());
+    bool in_scope = scope.empty();
+    for (const auto& s : scope) {
+      if (Matches(s.value("project", ""), project) && Matches(s.value("namespace", ""), ns) &&
+          Matches(s.value("guestCluster", ""), cluster)) {
+        in_scope = true;
+      }
+    }
+    if (!in_scope) continue;
+    const int64_t priority = sel.value("priority", int64_t{0});
+    if (priority > best_priority) {
+      best_priority = priority;
+      best = name;
+    }
+  }
+  return best ? best : global;
+}
+
+std::vector<std::string> BackendServers(const Object& lb, const std::vector<Object>& vmis) {
+  std::vector<std::string> out;
+  const Object sel =
+      lb.value("spec", Object::object()).value("backendServerSelector", Object::object());
+  if (sel.empty()) return out;
+  const std::string ns = lb["metadata"].value("namespace", "");
+  for (const auto& vmi : vmis) {
+    if (vmi["metadata"].value("namespace", "") != ns) continue;
+    const Object labels = vmi["metadata"].value("labels", Object::object());
+    bool match = true;
+    for (auto it = sel.begin(); it != sel.end() && match; ++it) {
+      const std::string v = labels.value(it.key(), "");
+      match = labels.contains(it.key()) && it->is_array() &&
+              std::find(it->begin(), it->end(), Object(v)) != it->end();
+    }
+    if (!match) continue;
+    const Object status = vmi.value("status", Object::object());
+    if (status.value("phase", "") != "Running") continue;
+    for (const auto& i : status.value("interfaces", Object::array())) {
+      const std::string ip = i.value("ipAddress", "");
+      if (!ip.empty()) {
+        out.push_back(ip);
+        break;
+      }
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+namespace {
+Object Ready(bool ok, const std::string& message) {
+  return Object::array(
+      {{{"type", "Ready"}, {"status", ok ? "True" : "False"}, {"message", message}}});
+}
+}  // namespace
+
+Object LbPoolStatus(const std::string& pool, const PoolRange& range, const std::string& ip,
+                    const std::vector<std::string>& backends) {
+  Object out = {{"address", ip},
+                {"allocatedAddress",
+                 {{"ipPool", pool},
+                  {"ip", ip},
+                  {"mask", PrefixToMask(range.prefix)},
+                  {"gateway", FormatIpv4(range.gateway)}}},
+                {"conditions", Ready(true, "")}};
+  if (!backends.empty()) out["backendServers"] = backends;
+  return out;
+}
+
+Object LbDhcpStatus(const std::string& ip, const std::vector<std::string>& backends) {
+  Object out = {
+      {"address", ip}, {"allocatedAddress", {{"ip", "0.0.0.0"}}}, {"conditions", Ready(true, "")}};
+  if (!backends.empty()) out["backendServers"] = backends;
+  return out;
+}
+
+Object LbErrorStatus(const std::string& message) { return {{"conditions", Ready(false, message)}}; }
+
+}  // namespace caphv::sim

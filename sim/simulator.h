@@ -1,0 +1,107 @@
+// File: sim/simulator.h
+//
+// Simulator: the controllers that make a plain kube-apiserver behave like
+// Harvester v1.7 for a provider, plus the guest cluster's kubelet and cloud
+// provider on the workload apiserver:
+//   - vm:    VirtualMachine -> VMI (Scheduling, Running, IPs), VM status,
+//            Bound PVCs from volumeClaimTemplates, finalizer-driven cleanup
+//            (VMI, removedPersistentVolumeClaims, Node), guest Node
+//            registration and providerID;
+//   - lb:    LoadBalancer -> address from an IPPool (recorded in
+//            status.allocated as "<ns>/<name>") or a DHCP range, released on
+//            delete;
+//   - pool:  IPPool status totals; image and keypair status.
+// Each reconcile reads the informers' caches, decides with the pure functions
+// of kubevirt.h / loadbalancer.h / ipam.h, and writes only what differs.
+//
+// Scope: with `namespace_` set only that namespace is handled; otherwise every
+// namespace except those labelled sim.caphv.io/dedicated=true (which belong
+// to a simulator of their own, e.g. in tests).
+//
+// Thread safety: Run() once; Admit() from any thread (webhook threads).
+
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <set>
+#include <stop_token>
+#include <string>
+
+#include "kube/client.h"
+#include "kube/controller.h"
+#include "kube/informer.h"
+#include "kube/log.h"
+#include "sim/env.h"
+#include "sim/kubevirt.h"
+
+namespace caphv::sim {
+
+inline constexpr char kDedicatedLabel[] = "sim.caphv.io/dedicated";
+
+struct SimOptions {
+  std::chrono::milliseconds boot_delay{0};
+  std::chrono::milliseconds ip_delay{0};
+  std::chrono::milliseconds provider_id_delay{300};
+  double fault_rate = 0;  // probability that one of the simulator's writes fails
+  bool cloud_provider = true;
+  std::string ns;  // "" = all namespaces (minus dedicated ones)
+  Environment env;
+};
+
+class Simulator {
+ public:
+  Simulator(std::shared_ptr<kube::Client> harvester, std::shared_ptr<kube::Client> workload,
+            SimOptions options);
+  ~Simulator();
+
+  // Runs every controller until `stop`; returns the first controller error.
+  kube::Status Run(std::stop_token stop);
+  // True once every cache has synced.
+  bool Synced() const;
+
+  // The webhook's decision for a VirtualMachine: rejection messages (empty =
+  // allowed).
+  std::vector<std::string> Admit(const kube::Object& vm);
+
+ private:
+  kube::Result ReconcileVm(const kube::Request& req);
+  kube::Result ReconcileLb(const kube::Request& req);
+  kube::Result ReconcilePool(const kube::Request& req);
+  kube::Result ReconcileImage(const kube::Request& req);
+  kube::Result ReconcileKeyPair(const kube::Request& req);
+
+  kube::Result DeleteVm(const std::string& key, const kube::Object* vm);
+  kube::Status EnsureClaims(const kube::Object& vm);
+  kube::Status SyncNode(const kube::Object& vm, Stage stage, const std::vector<Nic>& nics,
+                        std::chrono::milliseconds* requeue);
+  kube::StatusOr<std::string> NetworkData(const kube::Object& vm);
+  kube::StatusOr<std::vector<Nic>> AssignAddresses(const std::string& key, const kube::Object& vm,
+                                                   std::vector<Nic> nics);
+  kube::Status ReleasePoolAddresses(const std::string& owner);
+  bool InScope(const kube::Object& o) const;
+  bool InScopeNs(const std::string& ns) const;
+  // Fails with probability fault_rate (the simulator's own write faults).
+  kube::Status Fault(std::string_view what);
+
+  std::shared_ptr<kube::Client> h_;
+  std::shared_ptr<kube::Client> w_;
+  SimOptions opt_;
+  kube::log::Logger log_;
+
+  std::shared_ptr<kube::Informer> vms_, vmis_, pvcs_, lbs_, pools_, images_, nads_, keypairs_,
+      namespaces_, nodes_;
+
+  std::mutex mu_;  // guards the members below
+  std::mt19937_64 rng_;
+  std::map<std::string, std::chrono::steady_clock::time_point> started_;  // vm uid -> start
+  std::map<std::string, std::chrono::steady_clock::time_point> running_;  // vm uid -> Running
+  std::map<std::string, std::map<std::string, std::string>> leases_;      // vm key -> nic -> ip
+  std::map<std::string, std::set<std::string>> vm_ips_;                   // vm key -> ips
+  std::map<std::string, std::string> lb_leases_;                          // lb owner -> ip
+};
+
+}  // namespace caphv::sim

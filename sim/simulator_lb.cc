@@ -1,0 +1,162 @@
+// File: sim/simulator_lb.cc
+//
+// The Simulator's load-balancer, IPPool, image and keypair reconcilers (see
+// simulator.h).
+
+#include <set>
+
+#include "sim/ipam.h"
+#include "sim/loadbalancer.h"
+#include "sim/object_util.h"
+#include "sim/simulator.h"
+
+namespace caphv::sim {
+
+using kube::Request;
+using kube::Result;
+using kube::StatusCode;
+using namespace internal;  // NOLINT(google-build-using-namespace)
+
+// ---------------------------------------------------------------- LBs and pools
+
+Status Simulator::ReleasePoolAddresses(const std::string& owner) {
+  for (const auto& p : pools_->store().List()) {
+    auto ranges = PoolRanges(*p);
+    if (!ranges.ok()) continue;
+    PoolStatus st = PoolStatusOf(*p, *ranges);
+    if (!PoolRelease(st, owner)) continue;
+    CAPHV_RETURN_IF_ERROR(Fault("release pool address"));
+    Object updated = *p;
+    updated["status"] = PoolStatusToJson(st);
+    auto u = h_->Update(gvr::kIPPools, "", updated, {.field_manager = kLbManager});
+    if (!u.ok()) return u.status();
+    log_.Info("Released pool address", {{"pool", Name(*p)}, {"owner", owner}});
+  }
+  return {};
+}
+
+Result Simulator::ReconcileLb(const Request& req) {
+  const std::string owner = req.ns + "/" + req.name;
+  auto cached = lbs_->store().Get(req.ns, req.name);
+  if (!cached || Deleting(*cached)) {
+    if (!InScopeNs(req.ns)) return Result::Done();
+    if (Status s = ReleasePoolAddresses(owner); !s.ok()) return Result::Error(s);
+    std::lock_guard lock(mu_);
+    lb_leases_.erase(owner);
+    return Result::Done();
+  }
+  const Object& lb = *cached;
+  if (!InScope(lb)) return Result::Done();
+  const auto backends = BackendServers(lb, Values(vmis_->store().List(req.ns)));
+  Object status;
+  if (LbUsesPool(lb)) {
+    const auto pools = Values(pools_->store().List());
+    auto name = SelectPool(lb, pools);
+    auto pool = name ? pools_->store().Get(*name) : nullptr;
+    if (!pool) {
+      status = LbErrorStatus("no matched IPPool");
+    } else {
+      auto ranges = PoolRanges(*pool);
+      if (!ranges.ok()) return Result::Terminal(ranges.status());
+      PoolStatus st = PoolStatusOf(*pool, *ranges);
+      const Object before = PoolStatusToJson(st);
+      auto ip = PoolReserve(*ranges, st, owner);
+      if (!ip.ok()) {
+        status = LbErrorStatus(ip.status().message());
+      } else {
+        if (!Covers(PoolStatusToJson(st), StatusOf(*pool)) || PoolStatusToJson(st) != before) {
+          if (Status s = Fault("allocate pool address"); !s.ok()) return Result::Error(s);
+          Object updated = *pool;
+          updated["status"] = PoolStatusToJson(st);
+          auto u = h_->Update(gvr::kIPPools, "", updated, {.field_manager = kLbManager});
+          if (!u.ok()) return Result::Error(u.status());
+          log_.Info("Allocated pool address", {{"pool", *name}, {"ip", *ip}, {"owner", owner}});
+        }
+        status = LbPoolStatus(*name, *RangeOf(*ranges, *ParseIpv4(*ip)), *ip, backends);
+      }
+    }
+  } else {
+    std::lock_guard lock(mu_);
+    std::string ip;
+    if (auto it = lb_leases_.find(owner); it != lb_leases_.end()) ip = it->second;
+    if (ip.empty()) ip = StatusOf(lb).value("address", "");
+    std::set<uint32_t> used;
+    for (const auto& [o, l] : lb_leases_) {
+      if (o != owner) used.insert(ParseIpv4(l).value_or(0));
+    }
+    for (const auto& other : lbs_->store().List()) {
+      if (kube::KeyOf(*other) == owner || LbUsesPool(*other)) continue;
+      if (auto v = ParseIpv4(StatusOf(*other).value("address", ""))) used.insert(*v);
+    }
+    if (ip.empty() || used.contains(ParseIpv4(ip).value_or(0))) {
+      ip.clear();
+      if (opt_.env.lb_dhcp) {
+        auto s = ParseIpv4(opt_.env.lb_dhcp->range_start);
+        auto e = ParseIpv4(opt_.env.lb_dhcp->range_end);
+        if (s && e) {
+          if (auto lease = LeaseFrom(*s, *e, used)) ip = FormatIpv4(*lease);
+        }
+      }
+    }
+    if (ip.empty()) {
+      status = LbErrorStatus("no DHCP lease available");
+    } else {
+      lb_leases_[owner] = ip;
+      status = LbDhcpStatus(ip, backends);
+    }
+  }
+  if (!Covers(status, StatusOf(lb))) {
+    if (Status s = Fault("update LB status"); !s.ok()) return Result::Error(s);
+    Object body = Skeleton(lb);
+    body["status"] = status;
+    auto a =
+        h_->Apply(gvr::kLoadBalancers, req.ns, body, {.field_manager = kLbManager, .force = true});
+    if (!a.ok()) return Result::Error(a.status());
+  }
+  return Result::Done();
+}
+
+Result Simulator::ReconcilePool(const Request& req) {
+  auto pool = pools_->store().Get(req.name);
+  if (!pool) return Result::Done();
+  auto ranges = PoolRanges(*pool);
+  if (!ranges.ok()) return Result::Terminal(ranges.status());
+  const Object want = PoolStatusToJson(PoolStatusOf(*pool, *ranges));
+  const Object& have = StatusOf(*pool);
+  if (have.value("total", int64_t{-1}) == want["total"] &&
+      have.value("available", int64_t{-1}) == want["available"] && have.contains("lastAllocated")) {
+    return Result::Done();
+  }
+  if (Status s = Fault("initialize pool status"); !s.ok()) return Result::Error(s);
+  Object updated = *pool;
+  updated["status"] = want;
+  auto u = h_->Update(gvr::kIPPools, "", updated, {.field_manager = kLbManager});
+  return u.ok() ? Result::Done() : Result::Error(u.status());
+}
+
+Result Simulator::ReconcileImage(const Request& req) {
+  auto image = images_->store().Get(req.ns, req.name);
+  if (!image || !StatusOf(*image).value("storageClassName", "").empty()) return Result::Done();
+  const Object spec = image->value("spec", Object::object());
+  EnvImage im{req.ns, req.name, spec.value("displayName", req.name), spec.value("url", ""), 0, 0};
+  if (Status s = Fault("create image StorageClass"); !s.ok()) return Result::Error(s);
+  auto sc = h_->Create(gvr::kStorageClasses, "", ImageStorageClass(im));
+  if (!sc.ok() && !sc.status().IsAlreadyExists()) return Result::Error(sc.status());
+  auto p = h_->Patch(gvr::kImages, req.ns, req.name, kube::PatchType::kMerge,
+                     {{"status", ImageObject(im)["status"]}});
+  return p.ok() ? Result::Done() : Result::Error(p.status());
+}
+
+Result Simulator::ReconcileKeyPair(const Request& req) {
+  auto kp = keypairs_->store().Get(req.ns, req.name);
+  if (!kp || !StatusOf(*kp).value("fingerPrint", "").empty()) return Result::Done();
+  const std::string key = (*kp)["spec"].value("publicKey", "");
+  if (key.empty()) return Result::Done();
+  const Object status = KeyPairObject({req.ns, req.name, key})["status"];
+  if (Covers(status, StatusOf(*kp))) return Result::Done();
+  auto p =
+      h_->Patch(gvr::kKeyPairs, req.ns, req.name, kube::PatchType::kMerge, {{"status", status}});
+  return p.ok() ? Result::Done() : Result::Error(p.status());
+}
+
+}  // namespace caphv::sim

@@ -1,0 +1,127 @@
+// File: api/crd.cc
+
+#include "api/crd.h"
+
+namespace caphv::api {
+namespace {
+
+Json Column(std::string_view name, std::string_view type, std::string_view path,
+            std::string_view description, int priority = 0) {
+  Json c = {{"name", name}, {"type", type}, {"jsonPath", path}, {"description", description}};
+  if (priority != 0) c["priority"] = priority;
+  return c;
+}
+
+const char kClusterNameColumn[] = R"(.metadata.labels['cluster\.x-k8s\.io/cluster-name'])";
+
+Json PrinterColumns(Kind kind) {
+  Json age =
+      Column("Age", "date", ".metadata.creationTimestamp", "Time since the object was created");
+  switch (kind) {
+    case Kind::kHarvesterCluster:
+      return Json::array({
+          Column("Cluster", "string", kClusterNameColumn, "Cluster this object belongs to"),
+          Column("TargetNamespace", "string", ".spec.targetNamespace",
+                 "Harvester namespace of the VMs"),
+          Column("Ready", "boolean", ".status.ready", "Infrastructure ready"),
+          Column("Endpoint", "string", ".spec.controlPlaneEndpoint.host",
+                 "Control plane endpoint host"),
+          age,
+      });
+    case Kind::kHarvesterMachine:
+      return Json::array({
+          Column("Cluster", "string", kClusterNameColumn, "Cluster this object belongs to"),
+          Column("Machine", "string", R"(.metadata.ownerReferences[?(@.kind=="Machine")].name)",
+                 "Machine owning this object"),
+          Column("Ready", "boolean", ".status.ready", "VM running and addressed"),
+          Column("IP", "string", ".status.addresses[0].address", "First address of the VM"),
+          Column("ProviderID", "string", ".spec.providerID", "Provider ID of the VM"),
+          age,
+      });
+    case Kind::kHarvesterClusterTemplate:
+    case Kind::kHarvesterMachineTemplate:
+      return Json::array({age});
+  }
+  return Json::array({age});
+}
+
+std::string_view KindDescription(Kind kind) {
+  switch (kind) {
+    case Kind::kHarvesterCluster:
+      return "HarvesterCluster is the Cluster API infrastructure cluster of a Kubernetes "
+             "cluster on Harvester HCI: identity, target namespace, load balancer and VM "
+             "networking.";
+    case Kind::kHarvesterMachine:
+      return "HarvesterMachine is the Cluster API infrastructure machine backed by one "
+             "Harvester VM.";
+    case Kind::kHarvesterClusterTemplate:
+      return "HarvesterClusterTemplate stamps HarvesterClusters (ClusterClass).";
+    case Kind::kHarvesterMachineTemplate:
+      return "HarvesterMachineTemplate stamps HarvesterMachines.";
+  }
+  return "";
+}
+
+Json RawSchema(Kind kind) {
+  switch (kind) {
+    case Kind::kHarvesterCluster:
+      return SchemaOf<HarvesterCluster>();
+    case Kind::kHarvesterMachine:
+      return SchemaOf<HarvesterMachine>();
+    case Kind::kHarvesterClusterTemplate:
+      return SchemaOf<HarvesterClusterTemplate>();
+    case Kind::kHarvesterMachineTemplate:
+      return SchemaOf<HarvesterMachineTemplate>();
+  }
+  return {};
+}
+
+}  // namespace
+
+Json BuildSchema(Kind kind) {
+  Json s = RawSchema(kind);
+  s["description"] = KindDescription(kind);
+  auto& p = s["properties"];
+  p["apiVersion"]["description"] =
+      "APIVersion defines the versioned schema of this representation of an object.";
+  p["kind"]["description"] = "Kind is a string value representing the REST resource.";
+  return s;
+}
+
+Json BuildCrd(Kind kind) {
+  const KindInfo& info = InfoOf(kind);
+  Json version = {
+      {"name", kVersion},
+      {"served", true},
+      {"storage", true},
+      {"schema", {{"openAPIV3Schema", BuildSchema(kind)}}},
+      {"additionalPrinterColumns", PrinterColumns(kind)},
+  };
+  if (info.has_status) version["subresources"] = {{"status", Json::object()}};
+  return {
+      {"apiVersion", "apiextensions.k8s.io/v1"},
+      {"kind", "CustomResourceDefinition"},
+      {"metadata",
+       {{"name", CrdName(kind)},
+        {"labels",
+         {{"cluster.x-k8s.io/provider", "infrastructure-harvester"},
+          {"cluster.x-k8s.io/v1beta1", kVersion},
+          {"cluster.x-k8s.io/v1beta2", kVersion}}}}},
+      {"spec",
+       {{"group", kGroup},
+        {"names",
+         {{"kind", info.name},
+          {"listKind", info.list_kind},
+          {"plural", info.plural},
+          {"singular", info.singular},
+          {"categories", Json::array({"cluster-api"})}}},
+        {"scope", "Namespaced"},
+        {"versions", Json::array({version})}}},
+  };
+}
+
+std::string CrdFileName(Kind kind) {
+  return std::string(kGroup) + "_" + std::string(InfoOf(kind).plural) + ".yaml";
+}
+
+}  // namespace caphv::api

@@ -1,0 +1,214 @@
+// File: controllers/metrics.cc
+//
+// Registration of the caphv_* families in the process registry.
+
+#include "controllers/metrics.h"
+
+#include <prometheus/family.h>
+#include <prometheus/text_serializer.h>
+
+#include "kube/metrics.h"
+
+namespace caphv::controllers::metrics {
+namespace {
+
+using prometheus::Counter;
+using prometheus::Family;
+using prometheus::Gauge;
+using prometheus::Histogram;
+
+// Exponential buckets: start, start*2, ... (count values).
+Histogram::BucketBoundaries Exponential(double start, int count) {
+  Histogram::BucketBoundaries b;
+  double v = start;
+  for (int i = 0; i < count; ++i, v *= 2) b.push_back(v);
+  return b;
+}
+
+// The Prometheus client default buckets (Go's prometheus.DefBuckets).
+const Histogram::BucketBoundaries kDefaultBuckets = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+                                                     0.5,   1,    2.5,   5,    10};
+
+Counter& NewCounter(const char* name, const char* help) {
+  return prometheus::BuildCounter()
+      .Name(name)
+      .Help(help)
+      .Register(kube::metrics::Registry())
+      .Add({});
+}
+
+struct Families {
+  Counter& machine_create = NewCounter("caphv_machine_create_total", "Total VM creation attempts");
+  Counter& machine_create_errors =
+      NewCounter("caphv_machine_create_errors_total", "Failed VM creation attempts");
+  Histogram& machine_creation_duration = prometheus::BuildHistogram()
+                                             .Name("caphv_machine_creation_duration_seconds")
+                                             .Help("VM creation duration in seconds")
+                                             .Register(kube::metrics::Registry())
+                                             .Add({}, MachineCreationBuckets());
+  Counter& machine_delete = NewCounter("caphv_machine_delete_total", "Total VM deletion attempts");
+  Counter& machine_delete_errors =
+      NewCounter("caphv_machine_delete_errors_total", "Failed VM deletion attempts");
+  Family<Gauge>& machine_status = prometheus::BuildGauge()
+                                      .Name("caphv_machine_status")
+                                      .Help("Current machine status (1=ready, 0=not ready)")
+                                      .Register(kube::metrics::Registry());
+  Family<Histogram>& machine_reconcile =
+      prometheus::BuildHistogram()
+          .Name("caphv_machine_reconcile_duration_seconds")
+          .Help("Machine reconciliation duration in seconds (operation: normal or delete)")
+          .Register(kube::metrics::Registry());
+  Counter& ippool_allocations =
+      NewCounter("caphv_ippool_allocations_total", "Total IP allocation attempts");
+  Counter& ippool_allocation_errors =
+      NewCounter("caphv_ippool_allocation_errors_total", "Failed IP allocation attempts");
+  Counter& ippool_releases = NewCounter("caphv_ippool_releases_total", "Total IP releases");
+  Family<Histogram>& cluster_reconcile =
+      prometheus::BuildHistogram()
+          .Name("caphv_cluster_reconcile_duration_seconds")
+          .Help("Cluster reconciliation duration in seconds (operation: normal or delete)")
+          .Register(kube::metrics::Registry());
+  Family<Gauge>& cluster_ready = prometheus::BuildGauge()
+                                     .Name("caphv_cluster_ready")
+                                     .Help("Cluster ready status (1=ready, 0=not ready)")
+                                     .Register(kube::metrics::Registry());
+  Counter& etcd_member_remove =
+      NewCounter("caphv_etcd_member_remove_total", "Total etcd member removal attempts");
+  Counter& etcd_member_remove_errors =
+      NewCounter("caphv_etcd_member_remove_errors_total", "Failed etcd member removals");
+  Counter& node_init = NewCounter("caphv_node_init_total", "Total node initialization attempts");
+  Counter& node_init_errors =
+      NewCounter("caphv_node_init_errors_total", "Failed node initializations");
+  Histogram& node_init_duration = prometheus::BuildHistogram()
+                                      .Name("caphv_node_init_duration_seconds")
+                                      .Help("Node initialization duration in seconds")
+                                      .Register(kube::metrics::Registry())
+                                      .Add({}, NodeInitBuckets());
+
+  // Both operations exist from the start, so the families are always listed.
+  Histogram& machine_reconcile_normal =
+      machine_reconcile.Add({{"operation", "normal"}}, kDefaultBuckets);
+  Histogram& machine_reconcile_delete =
+      machine_reconcile.Add({{"operation", "delete"}}, kDefaultBuckets);
+  Histogram& cluster_reconcile_normal =
+      cluster_reconcile.Add({{"operation", "normal"}}, kDefaultBuckets);
+  Histogram& cluster_reconcile_delete =
+      cluster_reconcile.Add({{"operation", "delete"}}, kDefaultBuckets);
+};
+
+Families& F() {
+  static auto* families = new Families();  // never destroyed, like the registry
+  return *families;
+}
+
+std::map<std::string, std::string> MachineLabels(std::string_view cluster,
+                                                 std::string_view machine) {
+  return {{"cluster", std::string(cluster)}, {"machine", std::string(machine)}};
+}
+
+}  // namespace
+
+void Register() { F(); }
+
+Counter& MachineCreateTotal() { return F().machine_create; }
+Counter& MachineCreateErrorsTotal() { return F().machine_create_errors; }
+Histogram& MachineCreationDuration() { return F().machine_creation_duration; }
+Counter& MachineDeleteTotal() { return F().machine_delete; }
+Counter& MachineDeleteErrorsTotal() { return F().machine_delete_errors; }
+
+void SetMachineStatus(std::string_view cluster, std::string_view machine, bool ready) {
+  F().machine_status.Add(MachineLabels(cluster, machine)).Set(ready ? 1 : 0);
+}
+
+void DeleteMachineStatus(std::string_view cluster, std::string_view machine) {
+  auto& family = F().machine_status;
+  auto labels = MachineLabels(cluster, machine);
+  if (family.Has(labels)) family.Remove(&family.Add(labels));
+}
+
+void ObserveMachineReconcile(Operation op, double seconds) {
+  (op == Operation::kDelete ? F().machine_reconcile_delete : F().machine_reconcile_normal)
+      .Observe(seconds);
+}
+
+Counter& IPPoolAllocationsTotal() { return F().ippool_allocations; }
+Counter& IPPoolAllocationErrorsTotal() { return F().ippool_allocation_errors; }
+Counter& IPPoolReleasesTotal() { return F().ippool_releases; }
+
+void ObserveClusterReconcile(Operation op, double seconds) {
+  (op == Operation::kDelete ? F().cluster_reconcile_delete : F().cluster_reconcile_normal)
+      .Observe(seconds);
+}
+
+void SetClusterReady(std::string_view cluster, bool ready) {
+  F().cluster_ready.Add({{"cluster", std::string(cluster)}}).Set(ready ? 1 : 0);
+}
+
+void DeleteClusterReady(std::string_view cluster) {
+  auto& family = F().cluster_ready;
+  std::map<std::string, std::string> labels = {{"cluster", std::string(cluster)}};
+  if (family.Has(labels)) family.Remove(&family.Add(labels));
+}
+
+Counter& EtcdMemberRemoveTotal() { return F().etcd_member_remove; }
+Counter& EtcdMemberRemoveErrorsTotal() { return F().etcd_member_remove_errors; }
+Counter& NodeInitTotal() { return F().node_init; }
+Counter& NodeInitErrorsTotal() { return F().node_init_errors; }
+Histogram& NodeInitDuration() { return F().node_init_duration; }
+
+const Histogram::BucketBoundaries& MachineCreationBuckets() {
+  static const auto* b = new Histogram::BucketBoundaries(Exponential(1, 10));
+  return *b;
+}
+
+const Histogram::BucketBoundaries& NodeInitBuckets() {
+  static const auto* b = new Histogram::BucketBoundaries(Exponential(0.5, 8));
+  return *b;
+}
+
+const std::vector<std::string>& FamilyNames() {
+  static const auto* names = new std::vector<std::string>{
+      "caphv_machine_create_total",
+      "caphv_machine_create_errors_total",
+      "caphv_machine_creation_duration_seconds",
+      "caphv_machine_delete_total",
+      "caphv_machine_delete_errors_total",
+      "caphv_machine_status",
+      "caphv_machine_reconcile_duration_seconds",
+      "caphv_ippool_allocations_total",
+      "caphv_ippool_allocation_errors_total",
+      "caphv_ippool_releases_total",
+      "caphv_cluster_reconcile_duration_seconds",
+      "caphv_cluster_ready",
+      "caphv_etcd_member_remove_total",
+      "caphv_etcd_member_remove_errors_total",
+      "caphv_node_init_total",
+      "caphv_node_init_errors_total",
+      "caphv_node_init_duration_seconds",
+  };
+  return *names;
+}
+
+std::vector<prometheus::MetricFamily> DeclaredButEmpty() {
+  std::vector<prometheus::MetricFamily> out;
+  for (const Family<Gauge>* family : {&F().machine_status, &F().cluster_ready}) {
+    if (!family->Collect().empty()) continue;
+    prometheus::MetricFamily f;
+    f.name = family->GetName();
+    f.help = family == &F().machine_status ? "Current machine status (1=ready, 0=not ready)"
+                                           : "Cluster ready status (1=ready, 0=not ready)";
+    f.type = prometheus::MetricType::Gauge;
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+std::string SerializeAll() {
+  Register();
+  std::string text = kube::metrics::Serialize();
+  auto empty = DeclaredButEmpty();
+  if (!empty.empty()) text += prometheus::TextSerializer().Serialize(empty);
+  return text;
+}
+
+}  // namespace caphv::controllers::metrics

@@ -1,0 +1,93 @@
+// File: controllers/metrics.h
+//
+// The caphv_* metric families of the operations guide, registered in the
+// process registry (kube/metrics.h) on first use, with the accessors the
+// reconcilers call. Names, types, labels and buckets match the Go provider:
+//
+//   caphv_machine_create_total, caphv_machine_create_errors_total      counter
+//   caphv_machine_creation_duration_seconds    histogram 1, 2, 4 ... 512 s
+//   caphv_machine_delete_total, caphv_machine_delete_errors_total      counter
+//   caphv_machine_status{cluster,machine}      gauge 1 ready / 0 not ready
+//   caphv_machine_reconcile_duration_seconds{operation}   histogram, default buckets
+//   caphv_ippool_allocations_total, _allocation_errors_total, _releases_total
+//   caphv_cluster_reconcile_duration_seconds{operation}   histogram, default buckets
+//   caphv_cluster_ready{cluster}               gauge
+//   caphv_etcd_member_remove_total, caphv_etcd_member_remove_errors_total
+//   caphv_node_init_total, caphv_node_init_errors_total               counter
+//   caphv_node_init_duration_seconds           histogram 0.5, 1, 2 ... 64 s
+//
+// `operation` is "normal" or "delete"; `machine` and `cluster` are
+// "namespace/name" references.
+//
+// A labelled family has no samples until its first child exists, and
+// prometheus-cpp then leaves it out of the exposition. DeclaredButEmpty()
+// returns such families without samples so /metrics can still announce them
+// (HELP and TYPE lines only).
+//
+// Thread safety: every function may be called from any thread; registration
+// happens once, under a static initialiser.
+
+#pragma once
+
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/metric_family.h>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace caphv::controllers::metrics {
+
+enum class Operation { kNormal, kDelete };
+
+// Registers every family (idempotent). Called at manager start-up so the
+// families are listed before any reconcile runs.
+void Register();
+
+// --- machines ------------------------------------------------------------------
+prometheus::Counter& MachineCreateTotal();
+prometheus::Counter& MachineCreateErrorsTotal();
+prometheus::Histogram& MachineCreationDuration();
+prometheus::Counter& MachineDeleteTotal();
+prometheus::Counter& MachineDeleteErrorsTotal();
+// Sets caphv_machine_status{cluster,machine} to 1 or 0.
+void SetMachineStatus(std::string_view cluster, std::string_view machine, bool ready);
+// Removes the series of a deleted machine.
+void DeleteMachineStatus(std::string_view cluster, std::string_view machine);
+void ObserveMachineReconcile(Operation op, double seconds);
+
+// --- IP pools --------------------------------------------------------------------
+prometheus::Counter& IPPoolAllocationsTotal();
+prometheus::Counter& IPPoolAllocationErrorsTotal();
+prometheus::Counter& IPPoolReleasesTotal();
+
+// --- clusters --------------------------------------------------------------------
+void ObserveClusterReconcile(Operation op, double seconds);
+void SetClusterReady(std::string_view cluster, bool ready);
+void DeleteClusterReady(std::string_view cluster);
+
+// --- workload cluster --------------------------------------------------------------
+prometheus::Counter& EtcdMemberRemoveTotal();
+prometheus::Counter& EtcdMemberRemoveErrorsTotal();
+prometheus::Counter& NodeInitTotal();
+prometheus::Counter& NodeInitErrorsTotal();
+prometheus::Histogram& NodeInitDuration();
+
+// --- exposition --------------------------------------------------------------------
+
+// The bucket bounds of the fixed-bucket histograms.
+const prometheus::Histogram::BucketBoundaries& MachineCreationBuckets();  // 1 .. 512
+const prometheus::Histogram::BucketBoundaries& NodeInitBuckets();         // 0.5 .. 64
+
+// Names of every caphv_* family, in the order above.
+const std::vector<std::string>& FamilyNames();
+
+// caphv_* families that currently have no series, as sample-less families.
+std::vector<prometheus::MetricFamily> DeclaredButEmpty();
+
+// kube::metrics::Serialize() followed by DeclaredButEmpty(): the /metrics body.
+std::string SerializeAll();
+
+}  // namespace caphv::controllers::metrics

@@ -1,0 +1,409 @@
+// File: harvester/cloud_init.cc
+
+#include "harvester/cloud_init.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+
+#include "harvester/ipv4.h"
+#include "kube/base64.h"
+
+namespace caphv::harvester {
+namespace {
+
+using kube::Status;
+using kube::StatusCode;
+
+constexpr std::string_view kGuestAgentPackage = "qemu-guest-agent";
+const std::vector<std::string> kGuestAgentEnable = {"systemctl", "enable", "--now",
+                                                    "qemu-guest-agent.service"};
+
+Status Invalid(std::string msg) { return Status(StatusCode::kInvalidArgument, std::move(msg)); }
+
+bool StartsWith(std::string_view s, std::string_view prefix) {
+  return s.substr(0, prefix.size()) == prefix;
+}
+
+// A string scalar we add: tagged "!" so that it is always emitted quoted.
+YAML::Node Str(const std::string& s) {
+  YAML::Node n(s);
+  n.SetTag("!");
+  return n;
+}
+
+YAML::Node StrSeq(const std::vector<std::string>& items) {
+  YAML::Node n(YAML::NodeType::Sequence);
+  for (const auto& s : items) n.push_back(Str(s));
+  return n;
+}
+
+bool IsStringTag(const std::string& tag) { return tag == "!" || tag == "tag:yaml.org,2002:str"; }
+
+// Emits a node keeping the meaning of every scalar: quoted scalars (and
+// !!str) are written double-quoted, plain scalars plain, other explicit
+// tags verbatim. yaml-cpp's own emitter forgets quoting ('0644' -> 0644).
+void EmitNode(YAML::Emitter& out, const YAML::Node& n) {
+  switch (n.Type()) {
+    case YAML::NodeType::Undefined:
+    case YAML::NodeType::Null:
+      out << YAML::Null;
+      return;
+    case YAML::NodeType::Scalar: {
+      const std::string& tag = n.Tag();
+      if (IsStringTag(tag)) {
+        out << YAML::DoubleQuoted << n.Scalar();
+      } else if (tag.empty() || tag == "?") {
+        out << n.Scalar();
+      } else {
+        out << YAML::VerbatimTag(tag) << n.Scalar();
+      }
+      return;
+    }
+    case YAML::NodeType::Sequence:
+      out << YAML::BeginSeq;
+      for (const auto& item : n) EmitNode(out, item);
+      out << YAML::EndSeq;
+      return;
+    case YAML::NodeType::Map:
+      out << YAML::BeginMap;
+      for (const auto& kv : n) {
+        out << YAML::Key;
+        EmitNode(out, kv.first);
+        out << YAML::Value;
+        EmitNode(out, kv.second);
+      }
+      out << YAML::EndMap;
+      return;
+  }
+}
+
+bool ScalarIs(const YAML::Node& n, std::string_view value) {
+  return n.IsScalar() && n.Scalar() == value;
+}
+
+// The sequence under `key`, created when absent or null.
+kube::StatusOr<YAML::Node> Sequence(YAML::Node& root, const std::string& key) {
+  YAML::Node n = root[key];
+  if (!n.IsDefined() || n.IsNull()) {
+    root[key] = YAML::Node(YAML::NodeType::Sequence);
+    return root[key];
+  }
+  if (!n.IsSequence()) {
+    return Invalid("bootstrap cloud-config: `" + key + "` is not a list");
+  }
+  return n;
+}
+
+bool SameCommand(const YAML::Node& n, const std::vector<std::string>& argv) {
+  if (n.IsSequence()) {
+    if (n.size() != argv.size()) return false;
+    for (size_t i = 0; i < argv.size(); ++i) {
+      if (!ScalarIs(n[i], argv[i])) return false;
+    }
+    return true;
+  }
+  if (n.IsScalar()) {
+    std::string joined;
+    for (const auto& a : argv) joined += (joined.empty() ? "" : " ") + a;
+    return n.Scalar() == joined;
+  }
+  return false;
+}
+
+Status AddGuestAgent(YAML::Node& root) {
+  CAPHV_ASSIGN_OR_RETURN(YAML::Node packages, Sequence(root, "packages"));
+  bool has_package = std::any_of(packages.begin(), packages.end(), [](const YAML::Node& p) {
+    return ScalarIs(p, kGuestAgentPackage) ||
+           (p.IsSequence() && p.size() > 0 && ScalarIs(p[0], kGuestAgentPackage));
+  });
+  if (!has_package) packages.push_back(Str(std::string(kGuestAgentPackage)));
+
+  // Enabling the agent goes first in runcmd: addresses are then reported
+  // while the (possibly long) bootstrap commands still run.
+  CAPHV_ASSIGN_OR_RETURN(YAML::Node runcmd, Sequence(root, "runcmd"));
+  bool has_enable = std::any_of(runcmd.begin(), runcmd.end(), [](const YAML::Node& c) {
+    return SameCommand(c, kGuestAgentEnable);
+  });
+  if (!has_enable) {
+    YAML::Node merged(YAML::NodeType::Sequence);
+    merged.push_back(StrSeq(kGuestAgentEnable));
+    for (const auto& c : runcmd) merged.push_back(c);
+    root["runcmd"] = merged;
+  }
+  return Status::Ok();
+}
+
+void AddUnique(YAML::Node seq, const std::string& value) {
+  for (const auto& n : seq) {
+    if (ScalarIs(n, value)) return;
+  }
+  seq.push_back(Str(value));
+}
+
+Status AddSsh(YAML::Node& root, const UserDataInputs& in) {
+  if (!in.ssh_public_key.empty()) {
+    CAPHV_ASSIGN_OR_RETURN(YAML::Node keys, Sequence(root, "ssh_authorized_keys"));
+    AddUnique(keys, in.ssh_public_key);
+  }
+  if (in.ssh_user.empty()) return Status::Ok();
+  YAML::Node users = root["users"];
+  if (!users.IsDefined() || users.IsNull()) {
+    // Without `users` cloud-init creates the image's default user; keep it.
+    users = YAML::Node(YAML::NodeType::Sequence);
+    users.push_back(Str("default"));
+    root["users"] = users;
+  } else if (!users.IsSequence()) {
+    return Invalid("bootstrap cloud-config: `users` is not a list");
+  }
+  for (YAML::Node u : users) {
+    if (u.IsMap() && ScalarIs(u["name"], in.ssh_user)) {
+      if (!in.ssh_public_key.empty()) {
+        YAML::Node keys = u["ssh_authorized_keys"];
+        if (!keys.IsDefined() || keys.IsNull()) {
+          u["ssh_authorized_keys"] = YAML::Node(YAML::NodeType::Sequence);
+          keys = u["ssh_authorized_keys"];
+        }
+        if (!keys.IsSequence()) {
+          return Invalid("bootstrap cloud-config: ssh_authorized_keys of user " + in.ssh_user +
+                         " is not a list");
+        }
+        AddUnique(keys, in.ssh_public_key);
+      }
+      return Status::Ok();
+    }
+  }
+  YAML::Node user(YAML::NodeType::Map);
+  user["name"] = Str(in.ssh_user);
+  user["sudo"] = Str("ALL=(ALL) NOPASSWD:ALL");
+  user["shell"] = Str("/bin/bash");
+  user["lock_passwd"] = true;
+  if (!in.ssh_public_key.empty()) user["ssh_authorized_keys"] = StrSeq({in.ssh_public_key});
+  users.push_back(user);
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string DetectUserDataFormat(std::string_view data) {
+  size_t first = data.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos) return "empty";
+  if (StartsWith(data, "\x1f\x8b")) return "gzip";
+  if (StartsWith(data, "#cloud-config-archive")) return "cloud-config-archive";
+  if (StartsWith(data, "#cloud-config")) return "cloud-config";
+  if (StartsWith(data, "#!")) return "shellscript";
+  if (StartsWith(data, "## template:")) return "jinja";
+  if (StartsWith(data, "#include")) return "include";
+  if (StartsWith(data, "#cloud-boothook")) return "boothook";
+  if (StartsWith(data, "#part-handler")) return "part-handler";
+  if (StartsWith(data, "Content-Type:") || StartsWith(data, "MIME-Version:")) {
+    return "mime-multipart";
+  }
+  if (data[first] == '{') return "ignition";
+  return "unknown";
+}
+
+kube::StatusOr<UserData> MergeUserData(const UserDataInputs& in) {
+  UserData out;
+  out.format = in.bootstrap_format == "ignition" ? "ignition" : DetectUserDataFormat(in.bootstrap);
+  if (out.format != "cloud-config" && out.format != "empty") {
+    out.text = in.bootstrap;
+    return out;
+  }
+  YAML::Node root;
+  try {
+    root = out.format == "empty" ? YAML::Node() : YAML::Load(in.bootstrap);
+  } catch (const YAML::Exception& e) {
+    return Invalid(std::string("bootstrap cloud-config is not valid YAML: ") + e.what());
+  }
+  if (!root.IsDefined() || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
+  if (!root.IsMap()) return Invalid("bootstrap cloud-config is not a YAML mapping");
+  if (in.install_guest_agent) CAPHV_RETURN_IF_ERROR(AddGuestAgent(root));
+  CAPHV_RETURN_IF_ERROR(AddSsh(root, in));
+  YAML::Emitter emitter;
+  emitter.SetIndent(2);
+  EmitNode(emitter, root);
+  if (!emitter.good()) {
+    return Status(StatusCode::kInternal, "emitting cloud-config: " + emitter.GetLastError());
+  }
+  out.text = "#cloud-config\n" + std::string(emitter.c_str()) + "\n";
+  out.format = "cloud-config";
+  out.merged = true;
+  return out;
+}
+
+NetworkDataInputs DefaultNics(size_t network_count, const std::string& address,
+                              const std::string& netmask, const std::string& gateway,
+                              std::vector<std::string> dns_servers,
+                              std::vector<std::string> dns_search) {
+  NetworkDataInputs in;
+  for (size_t i = 0; i < network_count; ++i) {
+    NicConfig nic;
+    nic.name = "eth" + std::to_string(i);
+    if (i == 0) {
+      nic.address = address;
+      nic.netmask = address.empty() ? "" : netmask;
+      nic.gateway = address.empty() ? "" : gateway;
+    }
+    in.nics.push_back(nic);
+  }
+  in.dns_servers = std::move(dns_servers);
+  in.dns_search = std::move(dns_search);
+  return in;
+}
+
+kube::StatusOr<NetworkDataInputs> EffectiveNetworkData(
+    const api::HarvesterMachineSpec& machine, const std::optional<api::VMNetworkConfig>& cluster,
+    const std::string& allocated_ip) {
+  const size_t nics = machine.networks.size();
+  if (nics == 0) return Invalid("spec.networks: at least one network is required");
+  if (machine.network_config) {
+    const api::NetworkConfig& m = *machine.network_config;
+    if (m.address.empty()) return Invalid("spec.networkConfig.address: must not be empty");
+    std::string mask = !m.subnet_mask.empty() ? m.subnet_mask
+                       : cluster              ? cluster->subnet_mask
+                                              : std::string();
+    if (mask.empty() && m.address.find('/') == std::string::npos) {
+      return Invalid(
+          "spec.networkConfig.subnetMask: required (or an address with /prefix) when "
+          "the cluster has no vmNetworkConfig.subnetMask");
+    }
+    bool own_dns = !m.dns_servers.empty() || !m.dns_search.empty();
+    return DefaultNics(nics, m.address, mask, m.gateway,
+                       own_dns || !cluster ? m.dns_servers : cluster->dns_servers,
+                       own_dns || !cluster ? m.dns_search : cluster->dns_search);
+  }
+  if (cluster) {
+    if (allocated_ip.empty()) {
+      return Invalid("no address has been allocated from the cluster's IP pools yet");
+    }
+    if (cluster->subnet_mask.empty()) {
+      return Invalid("spec.vmNetworkConfig.subnetMask of the HarvesterCluster is required");
+    }
+    return DefaultNics(nics, allocated_ip, cluster->subnet_mask, cluster->gateway,
+                       cluster->dns_servers, cluster->dns_search);
+  }
+  return DefaultNics(nics, "", "", "", {}, {});
+}
+
+namespace {
+
+void EmitStrings(YAML::Emitter& out, const std::vector<std::string>& items) {
+  out << YAML::BeginSeq;
+  for (const auto& s : items) out << YAML::DoubleQuoted << s;
+  out << YAML::EndSeq;
+}
+
+}  // namespace
+
+kube::StatusOr<std::string> BuildNetworkData(const NetworkDataInputs& in) {
+  if (in.nics.empty()) return Invalid("network data needs at least one NIC");
+  for (const auto& dns : in.dns_servers) {
+    if (!ParseIpv4(dns) && dns.find(':') == std::string::npos) {
+      return Invalid("DNS server " + dns + " is not an IP address");
+    }
+  }
+  // Everything is quoted: YAML 1.1 (PyYAML) reads an unquoted MAC such as
+  // 52:54:00:12:34:56 as a base-60 integer.
+  YAML::Emitter out;
+  out.SetIndent(2);
+  out << YAML::BeginMap << YAML::Key << "version" << YAML::Value << 1;
+  out << YAML::Key << "config" << YAML::Value << YAML::BeginSeq;
+  for (size_t i = 0; i < in.nics.size(); ++i) {
+    const NicConfig& nic = in.nics[i];
+    const std::string where = "NIC " + std::to_string(i) + " (" + nic.name + ")";
+    if (nic.name.empty()) return Invalid(where + " has no interface name");
+    out << YAML::BeginMap;
+    out << YAML::Key << "type" << YAML::Value << YAML::DoubleQuoted << "physical";
+    out << YAML::Key << "name" << YAML::Value << YAML::DoubleQuoted << nic.name;
+    if (!nic.mac_address.empty()) {
+      out << YAML::Key << "mac_address" << YAML::Value << YAML::DoubleQuoted << nic.mac_address;
+    }
+    out << YAML::Key << "subnets" << YAML::Value << YAML::BeginSeq << YAML::BeginMap;
+    if (nic.address.empty()) {
+      out << YAML::Key << "type" << YAML::Value << YAML::DoubleQuoted << "dhcp";
+    } else {
+      std::string address = nic.address;
+      std::optional<int> prefix;
+      if (size_t slash = address.find('/'); slash != std::string::npos) {
+        auto cidr = ParseCidr(address);
+        if (!cidr) return Invalid(where + ": address " + nic.address + " is not IPv4 CIDR");
+        prefix = cidr->prefix;
+        address = address.substr(0, slash);
+      }
+      auto ip = ParseIpv4(address);
+      if (!ip) return Invalid(where + ": address " + nic.address + " is not an IPv4 address");
+      if (!nic.netmask.empty()) {
+        auto from_mask = PrefixFromMask(nic.netmask);
+        if (!from_mask) return Invalid(where + ": netmask " + nic.netmask + " is not a mask");
+        if (prefix && *prefix != *from_mask) {
+          return Invalid(where + ": netmask " + nic.netmask + " contradicts " + nic.address);
+        }
+        prefix = from_mask;
+      }
+      if (!prefix) {
+        return Invalid(where + ": static address " + nic.address +
+                       " needs a subnet mask (none given and no /prefix)");
+      }
+      Ipv4Subnet subnet{*ip & MaskFromPrefix(*prefix), *prefix};
+      out << YAML::Key << "type" << YAML::Value << YAML::DoubleQuoted << "static";
+      out << YAML::Key << "address" << YAML::Value << YAML::DoubleQuoted << address;
+      out << YAML::Key << "netmask" << YAML::Value << YAML::DoubleQuoted
+          << FormatIpv4(MaskFromPrefix(*prefix));
+      if (!nic.gateway.empty()) {
+        auto gw = ParseIpv4(nic.gateway);
+        if (!gw) return Invalid(where + ": gateway " + nic.gateway + " is not an IPv4 address");
+        if (!Contains(subnet, *gw)) {
+          return Invalid(where + ": gateway " + nic.gateway + " is outside " + address + "/" +
+                         std::to_string(*prefix));
+        }
+        out << YAML::Key << "gateway" << YAML::Value << YAML::DoubleQuoted << nic.gateway;
+      }
+      if (!in.dns_servers.empty()) {
+        out << YAML::Key << "dns_nameservers" << YAML::Value;
+        EmitStrings(out, in.dns_servers);
+      }
+      if (!in.dns_search.empty()) {
+        out << YAML::Key << "dns_search" << YAML::Value;
+        EmitStrings(out, in.dns_search);
+      }
+    }
+    out << YAML::EndMap << YAML::EndSeq << YAML::EndMap;
+  }
+  if (!in.dns_servers.empty() || !in.dns_search.empty()) {
+    out << YAML::BeginMap;
+    out << YAML::Key << "type" << YAML::Value << YAML::DoubleQuoted << "nameserver";
+    out << YAML::Key << "address" << YAML::Value;
+    EmitStrings(out, in.dns_servers);
+    if (!in.dns_search.empty()) {
+      out << YAML::Key << "search" << YAML::Value;
+      EmitStrings(out, in.dns_search);
+    }
+    out << YAML::EndMap;
+  }
+  out << YAML::EndSeq << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+kube::Object BuildCloudInitSecret(const CloudInitSecretInputs& in) {
+  kube::Object secret = {
+      {"apiVersion", "v1"},
+      {"kind", "Secret"},
+      {"metadata", {{"name", in.name}, {"namespace", in.namespace_}}},
+      {"type", "Opaque"},
+      {"data", {{"userdata", kube::Base64Encode(in.user_data)}}},
+  };
+  if (!in.labels.empty()) secret["metadata"]["labels"] = in.labels;
+  if (in.network_data) secret["data"]["networkdata"] = kube::Base64Encode(*in.network_data);
+  if (!in.owner_vm_uid.empty()) {
+    secret["metadata"]["ownerReferences"] = kube::Object::array({{
+        {"apiVersion", "kubevirt.io/v1"},
+        {"kind", "VirtualMachine"},
+        {"name", in.owner_vm_name},
+        {"uid", in.owner_vm_uid},
+    }});
+  }
+  return secret;
+}
+
+}  // namespace caphv::harvester

@@ -1,0 +1,115 @@
+// File: harvester/ipam.h
+//
+// VM address allocation from Harvester IPPools
+// (ippools.loadbalancer.harvesterhci.io, cluster-scoped, status in the main
+// object). Pure decisions over IPPool objects the caller has read:
+//
+//   * DecideAllocation walks the pools in the configured order (ipPoolRefs,
+//     else ipPoolRef) and returns either an address this owner already holds
+//     in any of them (adoption after a crash: a retry never takes a second
+//     address), or the next free address of the first pool with room, or
+//     Exhausted with a message naming each pool and why it could not serve.
+//   * ReservePatch / ReleasePatch give JSON merge patches of the pool that
+//     carry metadata.resourceVersion, so a concurrent writer (the Harvester
+//     load-balancer controller, another management cluster) turns the write
+//     into a 409 Conflict instead of a lost update. Release removes only the
+//     entries of this owner.
+//
+// Owner ids keep the "<namespace>/<name>" shape Harvester uses and add the
+// management cluster's id, so two management clusters never share an entry.
+//
+// Thread safety: pure functions.
+
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "api/harvester_cluster.h"
+#include "harvester/ipv4.h"
+#include "kube/client.h"
+#include "kube/status.h"
+
+namespace caphv::harvester {
+
+// "<namespace>/<name>@<12 hex of the management cluster id>".
+std::string IpOwnerId(std::string_view management_cluster_id, std::string_view namespace_,
+                      std::string_view name);
+
+// Pool names to try, in order: ipPoolRefs when non-empty, else ipPoolRef,
+// duplicates dropped. A "ns/name" ref is reduced to name (pools are
+// cluster-scoped; the Go provider's examples write "default/pool").
+std::vector<std::string> OrderedPoolRefs(const api::VMNetworkConfig& config);
+
+struct PoolRange {
+  Ipv4Subnet subnet;
+  Ipv4 start = 0;  // inclusive
+  Ipv4 end = 0;    // inclusive
+  std::optional<Ipv4> gateway;
+};
+
+// The parts of an IPPool allocation needs.
+struct IpPool {
+  std::string name;
+  std::string resource_version;
+  std::vector<PoolRange> ranges;
+  std::string network;                           // spec.selector.network ("" = any)
+  std::map<std::string, std::string> allocated;  // ip -> owner
+  std::map<std::string, std::string> allocated_history;
+  std::string last_allocated;
+};
+
+// Reads an IPPool object. Range defaults as Harvester: rangeStart = first
+// host, rangeEnd = last host, gateway = first host; bounds given in reverse
+// are swapped; a range start/end outside its subnet is an error
+// (kInvalidArgument naming the pool and field).
+kube::StatusOr<IpPool> ParseIpPool(const kube::Object& ippool);
+
+// Whether `ip` may ever be handed out by `range` (inside start..end, not the
+// network or broadcast address of a /30 or larger, not the gateway).
+bool Assignable(const PoolRange& range, Ipv4 ip);
+
+// Number of assignable addresses over all ranges (IPPool status.total).
+int64_t TotalAddresses(const IpPool& pool);
+
+struct PoolCandidate {
+  std::string ref;             // the name as configured
+  std::optional<IpPool> pool;  // nullopt: not found on Harvester
+};
+
+struct AllocationDecision {
+  enum class Outcome {
+    kAdopt,      // `ip` in `pool` already belongs to the owner: record it, write nothing
+    kAllocate,   // reserve `ip` in `pool` (ReservePatch), then record it
+    kExhausted,  // no pool can serve; `message` says why, per pool
+  };
+  Outcome outcome = Outcome::kExhausted;
+  std::string pool;
+  std::string ip;
+  std::string message;
+};
+
+// `machine_networks`: the machine's networks ("ns/name"); when non-empty,
+// pools whose selector.network is set to another network are skipped.
+AllocationDecision DecideAllocation(const std::vector<PoolCandidate>& pools,
+                                    std::string_view owner_id,
+                                    const std::vector<std::string>& machine_networks = {});
+
+// Merge patch reserving `ip` for `owner_id`: allocated[ip] = owner,
+// allocatedHistory[ip] removed, lastAllocated = ip, total and available
+// recomputed; guarded by the pool's resourceVersion. kInvalidArgument if the
+// ip is not assignable or already allocated (to anyone).
+kube::StatusOr<kube::Object> ReservePatch(const IpPool& pool, const std::string& ip,
+                                          const std::string& owner_id);
+
+// Merge patch releasing every entry of `owner_id` (moved to
+// allocatedHistory, available recomputed), guarded by resourceVersion;
+// nullopt when the owner holds nothing in this pool.
+std::optional<kube::Object> ReleasePatch(const IpPool& pool, const std::string& owner_id);
+
+// The addresses `owner_id` holds in `pool`, sorted.
+std::vector<std::string> AddressesOf(const IpPool& pool, std::string_view owner_id);
+
+}  // namespace caphv::harvester

@@ -1,0 +1,87 @@
+// File: harvester/ipv4.cc
+
+#include "harvester/ipv4.h"
+
+namespace caphv::harvester {
+
+std::optional<Ipv4> ParseIpv4(std::string_view text) {
+  Ipv4 out = 0;
+  int octets = 0;
+  size_t i = 0;
+  while (octets < 4) {
+    if (i >= text.size() || text[i] < '0' || text[i] > '9') return std::nullopt;
+    size_t start = i;
+    unsigned value = 0;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9') {
+      value = value * 10 + static_cast<unsigned>(text[i] - '0');
+      if (i - start >= 3 || value > 255) return std::nullopt;
+      ++i;
+    }
+    if (i - start > 1 && text[start] == '0') return std::nullopt;  // leading zero
+    out = (out << 8) | value;
+    ++octets;
+    if (octets < 4) {
+      if (i >= text.size() || text[i] != '.') return std::nullopt;
+      ++i;
+    }
+  }
+  if (i != text.size()) return std::nullopt;
+  return out;
+}
+
+std::string FormatIpv4(Ipv4 ip) {
+  return std::to_string(ip >> 24) + "." + std::to_string((ip >> 16) & 0xff) + "." +
+         std::to_string((ip >> 8) & 0xff) + "." + std::to_string(ip & 0xff);
+}
+
+Ipv4 MaskFromPrefix(int prefix) {
+  if (prefix <= 0) return 0;
+  if (prefix >= 32) return 0xffffffffu;
+  return ~((1u << (32 - prefix)) - 1);
+}
+
+std::optional<Ipv4Subnet> ParseCidr(std::string_view text) {
+  size_t slash = text.find('/');
+  if (slash == std::string_view::npos) return std::nullopt;
+  auto ip = ParseIpv4(text.substr(0, slash));
+  std::string_view p = text.substr(slash + 1);
+  if (!ip || p.empty() || p.size() > 2) return std::nullopt;
+  int prefix = 0;
+  for (char c : p) {
+    if (c < '0' || c > '9') return std::nullopt;
+    prefix = prefix * 10 + (c - '0');
+  }
+  if (prefix > 32 || (p.size() == 2 && p[0] == '0')) return std::nullopt;
+  return Ipv4Subnet{*ip & MaskFromPrefix(prefix), prefix};
+}
+
+std::optional<int> PrefixFromMask(std::string_view mask) {
+  auto m = ParseIpv4(mask);
+  if (!m) return std::nullopt;
+  int prefix = 0;
+  while (prefix < 32 && (*m & (0x80000000u >> prefix))) ++prefix;
+  if (MaskFromPrefix(prefix) != *m) return std::nullopt;
+  return prefix;
+}
+
+Ipv4 NetworkAddress(const Ipv4Subnet& subnet) {
+  return subnet.network & MaskFromPrefix(subnet.prefix);
+}
+
+Ipv4 BroadcastAddress(const Ipv4Subnet& subnet) {
+  return NetworkAddress(subnet) | ~MaskFromPrefix(subnet.prefix);
+}
+
+bool Contains(const Ipv4Subnet& subnet, Ipv4 ip) {
+  return (ip & MaskFromPrefix(subnet.prefix)) == NetworkAddress(subnet);
+}
+
+Ipv4 FirstHost(const Ipv4Subnet& subnet) {
+  return subnet.prefix >= 31 ? NetworkAddress(subnet) : NetworkAddress(subnet) + 1;
+}
+
+Ipv4 LastHost(const Ipv4Subnet& subnet) {
+  return subnet.prefix >= 31 ? BroadcastAddress(subnet) : BroadcastAddress(subnet) - 1;
+}
+
+}  // namespace caphv::harvester

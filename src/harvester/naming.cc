@@ -1,0 +1,124 @@
+// File: harvester/naming.cc
+
+#include "harvester/naming.h"
+
+#include <openssl/evp.h>
+
+#include <cctype>
+
+namespace caphv::harvester {
+
+std::string HexHash(std::string_view data, size_t hex_chars) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(data.data(), data.size(), digest, &len, EVP_sha256(), nullptr);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned int i = 0; i < len && out.size() < hex_chars; ++i) {
+    out.push_back(kHex[digest[i] >> 4]);
+    out.push_back(kHex[digest[i] & 0xf]);
+  }
+  out.resize(std::min(out.size(), hex_chars));
+  return out;
+}
+
+std::string ClusterId(const ClusterIdentity& cluster) {
+  // Length-prefixed fields: ("a", "b/c") and ("a/b", "c") hash differently.
+  std::string key;
+  for (const std::string* s :
+       {&cluster.management_cluster_id, &cluster.namespace_, &cluster.name}) {
+    key += std::to_string(s->size());
+    key += ':';
+    key += *s;
+  }
+  return HexHash(key, 20);
+}
+
+namespace {
+
+std::string TrimDashes(std::string s) {
+  size_t b = s.find_first_not_of('-');
+  if (b == std::string::npos) return "";
+  size_t e = s.find_last_not_of('-');
+  return s.substr(b, e - b + 1);
+}
+
+}  // namespace
+
+std::string Rfc1035Name(const std::vector<std::string>& parts) {
+  std::string joined;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (i > 0) joined += '-';
+    joined += parts[i];
+  }
+  for (char& c : joined) {
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) c = '-';
+  }
+  joined = TrimDashes(joined);
+  if (joined.empty() || !(joined[0] >= 'a' && joined[0] <= 'z')) joined = "a-" + joined;
+  if (joined.size() > 63) joined.resize(63);
+  return TrimDashes(joined);
+}
+
+std::string NameWithHash(std::string_view base, std::string_view seed, size_t max_len) {
+  std::string suffix = "-" + HexHash(seed, 5);
+  std::string b(base);
+  if (b.size() + suffix.size() > max_len) {
+    b.resize(max_len > suffix.size() ? max_len - suffix.size() : 0);
+    b = TrimDashes(b);
+  }
+  return b + suffix;
+}
+
+std::map<std::string, std::string> ClusterLabels(const ClusterIdentity& cluster) {
+  return {
+      {std::string(kLabelClusterName), cluster.name},
+      {std::string(kLabelClusterId), ClusterId(cluster)},
+      {std::string(kLabelManagedBy), std::string(kManagedByValue)},
+  };
+}
+
+std::string ClusterSelector(const ClusterIdentity& cluster) {
+  std::string out;
+  for (const auto& [k, v] : ClusterLabels(cluster)) {
+    if (!out.empty()) out += ',';
+    out += k + "=" + v;
+  }
+  return out;
+}
+
+bool OwnedBy(const std::map<std::string, std::string>& labels, const ClusterIdentity& cluster) {
+  auto it = labels.find(std::string(kLabelClusterId));
+  return it != labels.end() && it->second == ClusterId(cluster);
+}
+
+std::string CloudInitSecretName(std::string_view vm_name) {
+  return std::string(vm_name) + "-cloud-init";
+}
+
+std::pair<std::string, std::string> SplitQualifiedName(std::string_view ref,
+                                                       std::string_view default_namespace) {
+  size_t slash = ref.find('/');
+  if (slash == std::string_view::npos) {
+    return {std::string(default_namespace), std::string(ref)};
+  }
+  return {std::string(ref.substr(0, slash)), std::string(ref.substr(slash + 1))};
+}
+
+std::string QualifiedName(std::string_view ref, std::string_view default_namespace) {
+  auto [ns, name] = SplitQualifiedName(ref, default_namespace);
+  return ns + "/" + name;
+}
+
+bool IsDns1123Label(std::string_view s) {
+  if (s.empty() || s.size() > 63) return false;
+  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  if (!alnum(s.front()) || !alnum(s.back())) return false;
+  for (char c : s) {
+    if (!alnum(c) && c != '-') return false;
+  }
+  return true;
+}
+
+}  // namespace caphv::harvester

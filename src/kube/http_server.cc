@@ -1,0 +1,541 @@
+// File: kube/http_server.cc
+//
+// HttpServer on Boost.Beast/Asio: one io_context run by a fixed pool, one
+// strand per connection, an acceptor strand, a certificate poll timer, and a
+// session registry that doubles as the shutdown gate.
+
+#include "kube/http_server.h"
+
+#include <openssl/ssl.h>
+#include <sys/stat.h>
+
+#include <atomic>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/write.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "kube/log.h"
+
+namespace caphv::kube {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = beast::http;
+namespace ssl = net::ssl;
+using tcp = net::ip::tcp;
+
+namespace {
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// Identity of a file's current content, for change detection.
+struct FileStamp {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  off_t size = -1;
+  int64_t mtime_ns = 0;
+  bool operator==(const FileStamp&) const = default;
+};
+
+FileStamp Stamp(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return {};
+  return {st.st_dev, st.st_ino, st.st_size,
+          static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
+}
+
+StatusOr<std::shared_ptr<ssl::context>> LoadTlsContext(const std::string& cert,
+                                                       const std::string& key) {
+  auto ctx = std::make_shared<ssl::context>(ssl::context::tls_server);
+  boost::system::error_code ec;
+  ctx->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
+                       ssl::context::no_sslv3 | ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1 |
+                       ssl::context::single_dh_use,
+                   ec);
+  if (ec) return Status(StatusCode::kInternal, "TLS options: " + ec.message());
+  if (SSL_CTX_set_min_proto_version(ctx->native_handle(), TLS1_2_VERSION) != 1) {
+    return Status(StatusCode::kInternal, "cannot set TLS 1.2 as the minimum version");
+  }
+  ctx->use_certificate_chain_file(cert, ec);
+  if (ec) return Status(StatusCode::kInvalidArgument, "loading " + cert + ": " + ec.message());
+  ctx->use_private_key_file(key, ssl::context::pem, ec);
+  if (ec) return Status(StatusCode::kInvalidArgument, "loading " + key + ": " + ec.message());
+  if (SSL_CTX_check_private_key(ctx->native_handle()) != 1) {
+    return Status(StatusCode::kInvalidArgument, key + " does not match " + cert);
+  }
+  return ctx;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+
+namespace internal {
+
+class SessionBase;
+
+class HttpServerImpl {
+ public:
+  explicit HttpServerImpl(HttpServerOptions options)
+      : options_(std::move(options)),
+        ioc_(std::make_unique<net::io_context>(options_.threads > 0 ? options_.threads : 1)),
+        logger_(log::Root().WithName("http").WithValues({{"server", options_.name}})) {}
+
+  ~HttpServerImpl() { Teardown(); }
+
+  HttpServerOptions options_;
+  std::vector<std::pair<std::string, HttpHandler>> routes_;
+  std::unique_ptr<net::io_context> ioc_;
+  std::optional<tcp::acceptor> acceptor_;
+  std::optional<net::steady_timer> cert_timer_;
+  std::optional<net::executor_work_guard<net::io_context::executor_type>> work_;
+  std::vector<std::thread> threads_;
+  log::Logger logger_;
+
+  // TLS material; ssl_ctx_ is replaced on reload.
+  std::mutex ssl_mu_;
+  std::shared_ptr<ssl::context> ssl_ctx_;
+  FileStamp cert_stamp_, key_stamp_;    // of the loaded pair
+  FileStamp failed_cert_, failed_key_;  // of the last pair that failed
+
+  // The gate: live sessions.
+  std::mutex gate_mu_;
+  std::condition_variable gate_cv_;
+  std::map<uint64_t, std::weak_ptr<SessionBase>> sessions_;
+  uint64_t next_session_ = 0;
+  std::atomic<bool> draining_{false};
+  std::atomic<uint64_t> served_{0};
+
+  std::mutex state_mu_;
+  bool started_ = false;
+  bool stopped_ = false;
+  int port_ = 0;
+  std::string address_;
+
+  std::string CertPath() const { return options_.cert_dir + "/" + options_.cert_name; }
+  std::string KeyPath() const { return options_.cert_dir + "/" + options_.key_name; }
+  bool tls() const { return !options_.cert_dir.empty(); }
+
+  std::shared_ptr<ssl::context> CurrentTls() {
+    std::lock_guard lock(ssl_mu_);
+    return ssl_ctx_;
+  }
+
+  Status ReloadTls(bool initial);
+  void ScheduleCertPoll();
+  void DoAccept();
+  void OnAccept(boost::system::error_code ec, tcp::socket socket);
+  uint64_t Register(const std::shared_ptr<SessionBase>& s);
+  void Unregister(uint64_t id);
+  HttpResponse Dispatch(const HttpRequest& req);
+  Status Shutdown(std::chrono::milliseconds timeout);
+  void Teardown();
+};
+
+class SessionBase : public std::enable_shared_from_this<SessionBase> {
+ public:
+  virtual ~SessionBase() = default;
+  virtual void Run() = 0;
+  virtual void CloseIfIdle() = 0;
+  virtual void ForceClose() = 0;
+};
+
+template <class Stream>
+class Session final : public SessionBase {
+ public:
+  Session(HttpServerImpl* server, Stream stream, std::shared_ptr<ssl::context> ctx)
+      : server_(server), stream_(std::move(stream)), ctx_(std::move(ctx)) {}
+  ~Session() override { server_->Unregister(id_); }
+
+  void set_id(uint64_t id) { id_ = id; }
+
+  void Run() override {
+    net::dispatch(stream_.get_executor(), [self = Self()] { self->Begin(); });
+  }
+
+  void CloseIfIdle() override {
+    net::post(stream_.get_executor(), [self = Self()] {
+      if (!self->busy_) self->Close();
+    });
+  }
+
+  void ForceClose() override {
+    net::post(stream_.get_executor(), [self = Self()] { self->Close(); });
+  }
+
+ private:
+  static constexpr bool kTls = !std::is_same_v<Stream, beast::tcp_stream>;
+
+  std::shared_ptr<Session> Self() { return std::static_pointer_cast<Session>(shared_from_this()); }
+
+  void Begin() {
+    if constexpr (kTls) {
+      beast::get_lowest_layer(stream_).expires_after(server_->options_.read_timeout);
+      stream_.async_handshake(
+          ssl::stream_base::server, [self = Self()](boost::system::error_code ec) {
+            if (ec) {
+              self->server_->logger_.V(4).Info("TLS handshake failed", {{"err", ec.message()}});
+              return;
+            }
+            self->Read();
+          });
+    } else {
+      Read();
+    }
+  }
+
+  void Read() {
+    busy_ = false;
+    if (server_->draining_.load() || closed_) {
+      Close();
+      return;
+    }
+    parser_.emplace();
+    parser_->body_limit(server_->options_.body_limit);
+    beast::get_lowest_layer(stream_).expires_after(server_->options_.read_timeout);
+    bhttp::async_read(stream_, buffer_, *parser_,
+                      [self = Self()](boost::system::error_code ec, size_t) { self->OnRead(ec); });
+  }
+
+  void OnRead(boost::system::error_code ec) {
+    if (ec == bhttp::error::body_limit || ec == bhttp::error::header_limit) {
+      busy_ = true;
+      HttpResponse res;
+      res.status = ec == bhttp::error::body_limit ? 413 : 431;
+      res.body = ec == bhttp::error::body_limit ? "request body too large\n"
+                                                : "request header fields too large\n";
+      Write(res, 11, false);
+      return;
+    }
+    if (ec) return;  // closed, timed out, cancelled: the session ends
+    busy_ = true;
+    const auto& msg = parser_->get();
+    HttpRequest req;
+    req.method = std::string(msg.method_string());
+    req.target = std::string(msg.target());
+    auto q = req.target.find('?');
+    req.path = req.target.substr(0, q);
+    if (q != std::string::npos) req.query = req.target.substr(q + 1);
+    for (const auto& field : msg) {
+      req.headers.emplace_back(Lower(field.name_string()), std::string(field.value()));
+    }
+    req.body = msg.body();
+    boost::system::error_code rec;
+    auto ep = beast::get_lowest_layer(stream_).socket().remote_endpoint(rec);
+    if (!rec) req.remote_address = ep.address().to_string() + ":" + std::to_string(ep.port());
+    HttpResponse res = server_->Dispatch(req);
+    bool keep_alive = msg.keep_alive() && !server_->draining_.load();
+    Write(res, msg.version(), keep_alive);
+  }
+
+  void Write(const HttpResponse& r, unsigned version, bool keep_alive) {
+    res_.emplace();
+    res_->version(version);
+    res_->result(static_cast<unsigned>(r.status));
+    res_->set(bhttp::field::content_type, r.content_type);
+    for (const auto& [k, v] : r.headers) res_->set(k, v);
+    res_->body() = r.body;
+    res_->keep_alive(keep_alive);
+    res_->prepare_payload();
+    beast::get_lowest_layer(stream_).expires_after(server_->options_.write_timeout);
+    bhttp::async_write(stream_, *res_,
+                       [self = Self(), keep_alive](boost::system::error_code ec, size_t) {
+                         self->server_->served_.fetch_add(1);
+                         self->busy_ = false;
+                         if (ec || !keep_alive) {
+                           self->Close();
+                           return;
+                         }
+                         self->Read();
+                       });
+  }
+
+  void Close() {
+    if (closed_) return;
+    closed_ = true;
+    boost::system::error_code ec;
+    auto& sock = beast::get_lowest_layer(stream_).socket();
+    sock.shutdown(tcp::socket::shutdown_both, ec);
+    sock.close(ec);
+  }
+
+  HttpServerImpl* server_;
+  Stream stream_;
+  std::shared_ptr<ssl::context> ctx_;  // keeps the context of this connection alive
+  beast::flat_buffer buffer_;
+  std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
+  std::optional<bhttp::response<bhttp::string_body>> res_;
+  bool busy_ = false;
+  bool closed_ = false;
+  uint64_t id_ = 0;
+};
+
+uint64_t HttpServerImpl::Register(const std::shared_ptr<SessionBase>& s) {
+  std::lock_guard lock(gate_mu_);
+  uint64_t id = ++next_session_;
+  sessions_[id] = s;
+  return id;
+}
+
+void HttpServerImpl::Unregister(uint64_t id) {
+  std::lock_guard lock(gate_mu_);
+  sessions_.erase(id);
+  if (sessions_.empty()) gate_cv_.notify_all();
+}
+
+HttpResponse HttpServerImpl::Dispatch(const HttpRequest& req) {
+  const HttpHandler* best = nullptr;
+  size_t best_len = 0;
+  for (const auto& [pattern, handler] : routes_) {
+    if (pattern == req.path) {
+      best = &handler;
+      break;
+    }
+    if (!pattern.empty() && pattern.back() == '/' && req.path.starts_with(pattern) &&
+        pattern.size() > best_len) {
+      best = &handler;
+      best_len = pattern.size();
+    }
+  }
+  if (best == nullptr)
+    return HttpResponse{404, "text/plain; charset=utf-8", "404 page not found\n"};
+  try {
+    return (*best)(req);
+  } catch (const std::exception& e) {
+    logger_.Error(e.what(), "Handler failed", {{"path", req.path}});
+  } catch (...) {
+    logger_.Error("unknown exception", "Handler failed", {{"path", req.path}});
+  }
+  return HttpResponse{500, "text/plain; charset=utf-8", "internal server error\n"};
+}
+
+Status HttpServerImpl::ReloadTls(bool initial) {
+  FileStamp cert = Stamp(CertPath());
+  FileStamp key = Stamp(KeyPath());
+  {
+    std::lock_guard lock(ssl_mu_);
+    if (!initial && cert == cert_stamp_ && key == key_stamp_) return Status::Ok();
+  }
+  auto ctx = LoadTlsContext(CertPath(), KeyPath());
+  if (!ctx.ok()) {
+    // Files may be mid-replacement: retry on the next poll, log once per change.
+    if (initial || !(cert == failed_cert_ && key == failed_key_)) {
+      failed_cert_ = cert;
+      failed_key_ = key;
+      if (!initial) logger_.Error(ctx.status(), "Failed to reload serving certificate");
+    }
+    return ctx.status();
+  }
+  std::lock_guard lock(ssl_mu_);
+  ssl_ctx_ = std::move(*ctx);
+  cert_stamp_ = cert;
+  key_stamp_ = key;
+  if (!initial) logger_.Info("Reloaded serving certificate", {{"dir", options_.cert_dir}});
+  return Status::Ok();
+}
+
+void HttpServerImpl::ScheduleCertPoll() {
+  cert_timer_->expires_after(options_.cert_poll_interval);
+  cert_timer_->async_wait([this](boost::system::error_code ec) {
+    if (ec || draining_.load()) return;
+    ReloadTls(false).IgnoreError();
+    ScheduleCertPoll();
+  });
+}
+
+void HttpServerImpl::DoAccept() {
+  acceptor_->async_accept(net::make_strand(*ioc_),
+                          [this](boost::system::error_code ec, tcp::socket socket) {
+                            OnAccept(ec, std::move(socket));
+                          });
+}
+
+void HttpServerImpl::OnAccept(boost::system::error_code ec, tcp::socket socket) {
+  if (ec == net::error::operation_aborted || !acceptor_->is_open() || draining_.load()) return;
+  if (ec) {
+    logger_.V(2).Info("Accept failed", {{"err", ec.message()}});
+  } else {
+    std::shared_ptr<SessionBase> session;
+    if (tls()) {
+      auto ctx = CurrentTls();
+      auto s = std::make_shared<Session<beast::ssl_stream<beast::tcp_stream>>>(
+          this, beast::ssl_stream<beast::tcp_stream>(beast::tcp_stream(std::move(socket)), *ctx),
+          ctx);
+      s->set_id(Register(s));
+      session = s;
+    } else {
+      auto s = std::make_shared<Session<beast::tcp_stream>>(
+          this, beast::tcp_stream(std::move(socket)), nullptr);
+      s->set_id(Register(s));
+      session = s;
+    }
+    session->Run();
+  }
+  DoAccept();
+}
+
+Status HttpServerImpl::Shutdown(std::chrono::milliseconds timeout) {
+  {
+    std::lock_guard lock(state_mu_);
+    if (!started_ || stopped_) return Status::Ok();
+    stopped_ = true;
+  }
+  draining_.store(true);
+  net::post(acceptor_->get_executor(), [this] {
+    boost::system::error_code ec;
+    acceptor_->close(ec);
+  });
+  net::post(cert_timer_->get_executor(), [this] { cert_timer_->cancel(); });
+  std::vector<std::shared_ptr<SessionBase>> live;
+  {
+    std::lock_guard lock(gate_mu_);
+    for (auto& [id, weak] : sessions_) {
+      if (auto s = weak.lock()) live.push_back(std::move(s));
+    }
+  }
+  for (auto& s : live) s->CloseIfIdle();
+  live.clear();
+
+  Status result;
+  {
+    std::unique_lock lock(gate_mu_);
+    if (!gate_cv_.wait_for(lock, timeout, [this] { return sessions_.empty(); })) {
+      result = Status(StatusCode::kTimeout, std::to_string(sessions_.size()) +
+                                                " connection(s) still busy after " +
+                                                std::to_string(timeout.count()) + "ms");
+      for (auto& [id, weak] : sessions_) {
+        if (auto s = weak.lock()) live.push_back(std::move(s));
+      }
+    }
+  }
+  for (auto& s : live) s->ForceClose();
+  live.clear();
+  work_.reset();
+  if (!result.ok()) {
+    // Handlers still running hold pool threads: do not wait for them here
+    // (the destructor does), so that the caller's shutdown stays bounded.
+    // The pool keeps running until the forced closes and those handlers end.
+    logger_.Info("HTTP server stopped with requests in flight", {{"address", address_}});
+    return result;
+  }
+  ioc_->stop();
+  for (auto& t : threads_) t.join();
+  threads_.clear();
+  logger_.V(2).Info("HTTP server stopped", {{"address", address_}});
+  return result;
+}
+
+void HttpServerImpl::Teardown() {
+  Shutdown(std::chrono::milliseconds(0)).IgnoreError();
+  for (auto& t : threads_) t.join();
+  threads_.clear();
+  cert_timer_.reset();
+  acceptor_.reset();
+  ioc_.reset();  // destroys pending handlers (and their sessions) while members live
+}
+
+}  // namespace internal
+
+using internal::HttpServerImpl;
+
+// ---------------------------------------------------------------------------
+
+HttpServer::HttpServer(HttpServerOptions options)
+    : impl_(std::make_unique<HttpServerImpl>(std::move(options))) {}
+
+HttpServer::~HttpServer() = default;
+
+void HttpServer::Handle(std::string pattern, HttpHandler handler) {
+  impl_->routes_.emplace_back(std::move(pattern), std::move(handler));
+}
+
+Status HttpServer::Start() {
+  HttpServerImpl& d = *impl_;
+  std::lock_guard lock(d.state_mu_);
+  if (d.started_) return Status(StatusCode::kInvalidArgument, "HTTP server already started");
+  CAPHV_ASSIGN_OR_RETURN(auto host_port, ParseBindAddress(d.options_.bind_address));
+  auto& [host, port] = host_port;
+
+  if (d.tls()) CAPHV_RETURN_IF_ERROR(d.ReloadTls(true));
+
+  boost::system::error_code ec;
+  tcp::endpoint endpoint;
+  if (host.empty()) {
+    endpoint = tcp::endpoint(tcp::v4(), static_cast<unsigned short>(port));
+  } else {
+    auto addr = net::ip::make_address(host, ec);
+    if (ec) {
+      tcp::resolver resolver(*d.ioc_);
+      auto results = resolver.resolve(host, std::to_string(port), ec);
+      if (ec || results.empty()) {
+        return Status(StatusCode::kInvalidArgument, "cannot resolve " + host + ": " + ec.message());
+      }
+      endpoint = results.begin()->endpoint();
+    } else {
+      endpoint = tcp::endpoint(addr, static_cast<unsigned short>(port));
+    }
+  }
+
+  d.acceptor_.emplace(net::make_strand(*d.ioc_));
+  auto fail = [&](std::string_view what) {
+    return Status(StatusCode::kUnavailable,
+                  std::string(what) + " " + d.options_.bind_address + ": " + ec.message());
+  };
+  d.acceptor_->open(endpoint.protocol(), ec);
+  if (ec) return fail("open");
+  d.acceptor_->set_option(net::socket_base::reuse_address(true), ec);
+  d.acceptor_->bind(endpoint, ec);
+  if (ec) return fail("bind");
+  d.acceptor_->listen(net::socket_base::max_listen_connections, ec);
+  if (ec) return fail("listen");
+  auto local = d.acceptor_->local_endpoint(ec);
+  d.port_ = local.port();
+  std::string ip = local.address().to_string();
+  d.address_ = (local.address().is_v6() ? "[" + ip + "]" : ip) + ":" + std::to_string(d.port_);
+
+  d.cert_timer_.emplace(net::make_strand(*d.ioc_));
+  d.work_.emplace(d.ioc_->get_executor());
+  d.DoAccept();
+  if (d.tls()) d.ScheduleCertPoll();
+  int n = d.options_.threads > 0 ? d.options_.threads : 1;
+  for (int i = 0; i < n; ++i) {
+    d.threads_.emplace_back([&d] {
+      try {
+        d.ioc_->run();
+      } catch (const std::exception& e) {
+        d.logger_.Error(e.what(), "HTTP server thread failed");
+      }
+    });
+  }
+  d.started_ = true;
+  d.logger_.Info("Serving", {{"address", d.address_}, {"tls", d.tls()}});
+  return Status::Ok();
+}
+
+int HttpServer::port() const { return impl_->port_; }
+std::string HttpServer::address() const { return impl_->address_; }
+bool HttpServer::tls() const { return impl_->tls(); }
+uint64_t HttpServer::requests_served() const { return impl_->served_.load(); }
+
+Status HttpServer::Shutdown(std::chrono::milliseconds timeout) { return impl_->Shutdown(timeout); }
+
+}  // namespace caphv::kube

@@ -1,0 +1,142 @@
+// File: kube/informer.h
+//
+// Informer: a Reflector feeding an indexed Store and a set of event handlers
+// (client-go tools/cache/shared_informer.go, without the DeltaFIFO hop: the
+// watch thread updates the store, then calls the handlers).
+//
+//   - The store is updated before any handler hears of a change.
+//   - Handlers: on_add(obj, in_initial_list), on_update(old, new),
+//     on_delete(DeletedObject). A relist that no longer contains a cached
+//     object reports it with final_state_unknown = true and the last cached
+//     state (client-go's DeletedFinalStateUnknown). A relist that finds an
+//     object at the same resourceVersion reports nothing.
+//   - A handler added after objects were cached first receives on_add for
+//     each of them (in_initial_list = true).
+//   - Periodic resync (resync_period > 0) re-delivers every cached object as
+//     on_update(obj, obj).
+//   - Every cached object passes CompactObject (managedFields dropped) and
+//     then the optional `transform`.
+//   - HasSynced() turns true once the first LIST reached the store and its
+//     handlers.
+//
+// Thread model: one thread runs the reflector (list + watch stream); one more
+// runs the resync timer when resync_period > 0. Handlers are called with the
+// informer's dispatch lock held, one call at a time, from those threads: they
+// must be quick and never block (a controller's handler only enqueues keys).
+//
+// Thread safety: all public methods are safe for concurrent use. Objects
+// returned by the store are shared and immutable.
+
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <stop_token>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kube/client.h"
+#include "kube/clock.h"
+#include "kube/reflector.h"
+#include "kube/store.h"
+
+namespace caphv::kube {
+
+struct DeletedObject {
+  std::string key;
+  ObjectPtr object;  // final state, or last cached state when unknown
+  bool final_state_unknown = false;
+};
+
+struct EventHandler {
+  std::function<void(const ObjectPtr& obj, bool in_initial_list)> on_add;
+  std::function<void(const ObjectPtr& old_obj, const ObjectPtr& new_obj)> on_update;
+  std::function<void(const DeletedObject& deleted)> on_delete;
+};
+
+struct InformerOptions {
+  GroupVersionResource gvr;
+  std::string ns;  // "" = all namespaces
+  std::string label_selector;
+  std::string field_selector;
+  Clock::Duration resync_period = Clock::Duration::zero();  // zero = never
+  // Applied to each object after CompactObject, before it is cached.
+  std::function<void(Object&)> transform;
+  Indexers indexers;  // in addition to the namespace index
+  int64_t page_size = 500;
+  Backoff::Options backoff;
+  Clock* clock = nullptr;  // default: Clock::Real()
+};
+
+class Informer final : private ReflectorSink {
+ public:
+  using HandlerId = int64_t;
+
+  Informer(std::shared_ptr<Client> client, InformerOptions options);
+  ~Informer() override;  // stops and joins
+  Informer(const Informer&) = delete;
+  Informer& operator=(const Informer&) = delete;
+
+  const InformerOptions& options() const { return options_; }
+
+  // Before Start() only (see Store::AddIndexers).
+  Status AddIndexers(const Indexers& indexers) { return store_.AddIndexers(indexers); }
+
+  HandlerId AddEventHandler(EventHandler handler);
+  void RemoveEventHandler(HandlerId id);
+
+  // Starts the watch thread (and the resync thread); idempotent.
+  void Start();
+  // Stops and joins the threads; idempotent. A LIST in flight completes first.
+  void Stop();
+
+  bool HasSynced() const;
+  // Waits (real time) until synced, `timeout` passes or `stop` is requested.
+  bool WaitForSync(std::chrono::milliseconds timeout, std::stop_token stop = {});
+
+  const Store& store() const { return store_; }
+  std::string LastResourceVersion() const { return reflector_.LastResourceVersion(); }
+  Reflector::Counters counters() const { return reflector_.counters(); }
+
+  // The reflector's entry points, public so that unit tests can drive the
+  // cache and handler semantics without an apiserver. Not for other callers.
+  void Replace(std::vector<Object> items, const std::string& resource_version) override;
+  void Apply(WatchEvent event) override;
+  // Re-delivers the cache to the handlers as updates.
+  void Resync();
+
+ private:
+  ObjectPtr Prepare(Object&& o) const;
+  void DispatchAdd(const ObjectPtr& obj, bool initial);
+  void DispatchUpdate(const ObjectPtr& old_obj, const ObjectPtr& new_obj);
+  void DispatchDelete(const DeletedObject& d);
+  void RunReflector(std::stop_token stop);
+  void RunResync(std::stop_token stop);
+
+  const InformerOptions options_;
+  Clock& clock_;
+  Store store_;
+  Reflector reflector_;
+
+  // Serialises store updates with handler calls and handler registration
+  // (so handlers must not add or remove handlers).
+  std::mutex dispatch_mu_;
+  std::vector<std::pair<HandlerId, EventHandler>> handlers_;
+  HandlerId next_handler_id_ = 1;
+
+  mutable std::mutex sync_mu_;
+  std::condition_variable_any sync_cv_;
+  bool synced_ = false;
+
+  std::mutex threads_mu_;
+  bool started_ = false;
+  std::jthread reflector_thread_;
+  std::jthread resync_thread_;
+};
+
+}  // namespace caphv::kube

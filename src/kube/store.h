@@ -1,0 +1,104 @@
+// File: kube/store.h
+//
+// Store: the thread-safe, indexed object cache behind an informer (client-go
+// tools/cache/{thread_safe_store,index}.go). Objects are keyed
+// "namespace/name" (or "name" when cluster-scoped) and held as
+// std::shared_ptr<const Object>: readers share them without copying and must
+// never modify them.
+//
+// Indexes: a named IndexFunc maps an object to zero or more index values;
+// ByIndex(name, value) returns the objects with that value. Built in:
+//   kNamespaceIndex                 metadata.namespace
+//   LabelIndexName(k) / IndexByLabel(k)   the value of label k
+// Indexers must be added before the first object (AddIndexers fails after).
+//
+// Memory: CompactObject() drops metadata.managedFields and trims spare
+// capacity of arrays; an informer applies it to every object it caches.
+//
+// Thread safety: all methods are safe for concurrent use (readers share a
+// lock; writers are exclusive).
+
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "kube/client.h"
+#include "kube/status.h"
+
+namespace caphv::kube {
+
+using ObjectPtr = std::shared_ptr<const Object>;
+
+// Index values of an object for one index.
+using IndexFunc = std::function<std::vector<std::string>(const Object&)>;
+using Indexers = std::map<std::string, IndexFunc>;
+
+inline constexpr std::string_view kNamespaceIndex = "namespace";
+
+std::vector<std::string> IndexByNamespace(const Object& o);
+std::string LabelIndexName(std::string_view label_key);
+IndexFunc IndexByLabel(std::string label_key);
+
+// Drops metadata.managedFields and releases spare array capacity, in place.
+void CompactObject(Object& o);
+
+// True when every key/value of `selector` is among the object's labels.
+bool LabelsMatch(const Object& o, const std::map<std::string, std::string>& selector);
+
+class Store {
+ public:
+  Store();  // with the namespace index
+  explicit Store(Indexers indexers);
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  // Adds indexes; InvalidArgument once the store holds objects or when a
+  // name is taken.
+  Status AddIndexers(const Indexers& indexers);
+
+  // Inserts or replaces the object under KeyOf(*obj); returns the previous
+  // object (nullptr if none).
+  ObjectPtr Upsert(ObjectPtr obj);
+  // Removes `key`; returns the removed object (nullptr if none).
+  ObjectPtr Delete(const std::string& key);
+  // Replaces the whole content; returns the previous content by key.
+  std::unordered_map<std::string, ObjectPtr> Replace(std::vector<ObjectPtr> objects);
+
+  ObjectPtr Get(const std::string& key) const;
+  ObjectPtr Get(std::string_view ns, std::string_view name) const;
+  std::vector<ObjectPtr> List() const;
+  // Objects of one namespace (uses the namespace index when present).
+  std::vector<ObjectPtr> List(std::string_view ns) const;
+  // Objects of `ns` ("" = all) whose labels include `selector`.
+  std::vector<ObjectPtr> ListByLabels(std::string_view ns,
+                                      const std::map<std::string, std::string>& selector) const;
+  std::vector<std::string> ListKeys() const;
+  size_t Size() const;
+
+  // InvalidArgument for an unknown index.
+  StatusOr<std::vector<ObjectPtr>> ByIndex(std::string_view index, std::string_view value) const;
+  StatusOr<std::vector<std::string>> IndexKeys(std::string_view index,
+                                               std::string_view value) const;
+  // The values that currently have at least one object in `index`.
+  std::vector<std::string> IndexValues(std::string_view index) const;
+
+ private:
+  using Index = std::unordered_map<std::string, std::unordered_set<std::string>>;
+
+  void IndexLocked(const std::string& key, const Object* old_obj, const Object* new_obj);
+
+  mutable std::shared_mutex mu_;
+  std::unordered_map<std::string, ObjectPtr> items_;
+  Indexers indexers_;
+  std::map<std::string, Index, std::less<>> indices_;
+};
+
+}  // namespace caphv::kube

@@ -1,0 +1,68 @@
+// File: webhooks/admission.h
+//
+// The validating admission webhooks of the CAPHV kinds, speaking
+// admission.k8s.io/v1 AdmissionReview over the runtime's HttpServer.
+//
+//   kube::HttpServer server({.name = "webhook", .bind_address = ":9443",
+//                            .body_limit = kAdmissionBodyLimit, .cert_dir = dir});
+//   webhooks::RegisterValidatingWebhooks(server);
+//
+// For each request: CREATE and UPDATE run the rules of webhooks/validation.h
+// on `request.object` (and `request.oldObject`); DELETE and CONNECT are
+// allowed. A denial carries a metav1.Status like the apiserver's own
+// validation: code 422, reason "Invalid", message
+//   HarvesterMachine.infrastructure.cluster.x-k8s.io "m" is invalid: spec.cpu: Invalid value: 0:
+//   ...
+// (several errors as "[e1, e2]") and details.causes, one per field error.
+// Malformed reviews are denied with code 400, never answered with a crash;
+// an internal failure is denied with code 500.
+//
+// The paths are those of the Go provider's kubebuilder markers:
+//   /validate-infrastructure-cluster-x-k8s-io-v1alpha1-<lower-case kind>
+//
+// Thread safety: stateless functions; the handlers may run concurrently.
+
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "api/fields.h"
+#include "kube/http_server.h"
+
+namespace caphv::webhooks {
+
+// Requests up to 7 MiB are accepted (controller-runtime's limit: two 3 MiB
+// objects plus 1 MiB); a little headroom for the HTTP layer.
+inline constexpr size_t kAdmissionBodyLimit = (7u << 20) + (64u << 10);
+
+struct ValidatingWebhook {
+  std::string kind;      // "HarvesterMachine"
+  std::string resource;  // "harvestermachines"
+  std::string path;      // "/validate-infrastructure-cluster-x-k8s-io-v1alpha1-harvestermachine"
+  std::string name;      // "vharvestermachine.kb.io"
+};
+
+// The four webhooks: HarvesterCluster, HarvesterMachine and their templates.
+const std::vector<ValidatingWebhook>& ValidatingWebhooks();
+
+// Answers one AdmissionReview (already parsed) for `kind`: returns the
+// AdmissionReview to send back. Never throws.
+api::Json Review(const api::Json& review, std::string_view kind);
+
+// Builds the response review for `uid` (helpers, exposed for tests).
+api::Json Allowed(std::string_view uid);
+api::Json Denied(std::string_view uid, int code, std::string_view reason, std::string message,
+                 api::Json details = nullptr);
+
+// The HTTP handler of one webhook: checks method and content type, parses
+// the body, calls Review() and logs the decision (keyed by object; object
+// contents are never logged).
+kube::HttpResponse HandleAdmission(const kube::HttpRequest& request, const ValidatingWebhook& hook);
+
+// Registers every webhook path on `server` (before it starts).
+void RegisterValidatingWebhooks(kube::HttpServer& server);
+
+}  // namespace caphv::webhooks

@@ -1,0 +1,117 @@
+// File: webhooks/validation.h
+//
+// Validation rules of the CAPHV kinds: pure functions from typed objects to a
+// list of field errors, shared by the admission webhook, the controllers and
+// the CLI. They implement the webhook tables of the Go provider v0.2.x plus
+// what it missed: volumeSize required and a valid quantity, exactly one boot
+// disk (an image volume first in boot order), valid IPs and contiguous masks,
+// consistent IP pool references, the template kinds, immutable template specs
+// (semantically equal updates pass, as Cluster API's topology dry-runs need),
+// and no update that would orphan Harvester resources.
+//
+// FieldError renders like Kubernetes' field.Error:
+//   spec.volumes[1].volumeSize: Required value: ...
+//   spec.loadBalancerConfig.ipamType: Unsupported value: "ippool": supported values: "dhcp", "pool"
+//
+// Thread safety: stateless; safe to call concurrently.
+
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "api/codec.h"
+#include "api/harvester_cluster.h"
+#include "api/harvester_machine.h"
+#include "kube/status.h"
+
+namespace caphv::webhooks {
+
+enum class ErrorType { kRequired, kInvalid, kForbidden, kDuplicate, kNotSupported };
+
+struct FieldError {
+  ErrorType type;
+  std::string field;    // "spec.volumes[1].volumeSize"
+  api::Json bad_value;  // null when not applicable
+  std::string detail;
+
+  // "spec.cpu: Invalid value: 0: must be greater than 0"
+  std::string ToString() const;
+  // metav1.StatusCause type, e.g. "FieldValueRequired".
+  std::string_view CauseType() const;
+  bool operator==(const FieldError&) const = default;
+};
+using FieldErrors = std::vector<FieldError>;
+
+// Constructors in the style of k8s.io/apimachinery/pkg/util/validation/field.
+FieldError Required(std::string field, std::string detail = {});
+FieldError Invalid(std::string field, api::Json value, std::string detail);
+FieldError Forbidden(std::string field, std::string detail);
+FieldError Duplicate(std::string field, api::Json value);
+FieldError NotSupported(std::string field, api::Json value,
+                        const std::vector<std::string_view>& supported);
+
+// "[e1, e2]" (one error: just its text), like an aggregated field.ErrorList.
+std::string ToAggregateString(const FieldErrors& errors);
+
+// A 422 Invalid status: `<Kind> "<name>" is invalid: <errors>`, with causes.
+kube::Status ToInvalidStatus(const FieldErrors& errors, std::string_view kind,
+                             std::string_view name);
+
+// --- objects -----------------------------------------------------------------
+
+FieldErrors ValidateHarvesterCluster(const api::HarvesterCluster& obj);
+FieldErrors ValidateHarvesterClusterUpdate(const api::HarvesterCluster& old_obj,
+                                           const api::HarvesterCluster& new_obj);
+FieldErrors ValidateHarvesterMachine(const api::HarvesterMachine& obj);
+FieldErrors ValidateHarvesterMachineUpdate(const api::HarvesterMachine& old_obj,
+                                           const api::HarvesterMachine& new_obj);
+
+// --- templates ---------------------------------------------------------------
+
+struct TemplateUpdateOptions {
+  // Set for Cluster API topology dry-run requests (see
+  // ShouldSkipImmutabilityChecks): the immutability check is skipped.
+  bool skip_immutability = false;
+};
+
+FieldErrors ValidateHarvesterClusterTemplate(const api::HarvesterClusterTemplate& obj);
+FieldErrors ValidateHarvesterClusterTemplateUpdate(const api::HarvesterClusterTemplate& old_obj,
+                                                   const api::HarvesterClusterTemplate& new_obj,
+                                                   TemplateUpdateOptions options = {});
+FieldErrors ValidateHarvesterMachineTemplate(const api::HarvesterMachineTemplate& obj);
+FieldErrors ValidateHarvesterMachineTemplateUpdate(const api::HarvesterMachineTemplate& old_obj,
+                                                   const api::HarvesterMachineTemplate& new_obj,
+                                                   TemplateUpdateOptions options = {});
+
+// True for a dry-run request on an object annotated
+// `topology.cluster.x-k8s.io/dry-run` (Cluster API's topology controller).
+bool ShouldSkipImmutabilityChecks(bool dry_run, const api::ObjectMeta& meta);
+
+// --- building blocks (also used by the CLI and controllers) -------------------
+
+// Validates a spec; `path` is the spec's field path ("spec", "spec.template.spec").
+FieldErrors ValidateHarvesterClusterSpec(const api::HarvesterClusterSpec& spec,
+                                         const std::string& path);
+FieldErrors ValidateHarvesterMachineSpec(const api::HarvesterMachineSpec& spec,
+                                         const std::string& path);
+
+// Semantic equality: equal after encoding, with quantities compared by value
+// and defaults (listener protocol TCP) applied.
+bool SemanticallyEqual(const api::HarvesterClusterSpec& a, const api::HarvesterClusterSpec& b);
+bool SemanticallyEqual(const api::HarvesterMachineSpec& a, const api::HarvesterMachineSpec& b);
+
+// True once the machine's VM exists: spec.providerID set, or status ready /
+// provisioned.
+bool MachineHasVM(const api::HarvesterMachine& m);
+
+// --- admission dispatch ---------------------------------------------------------
+
+// Decodes `object` (and `old_object` for an UPDATE, else nullptr) as `kind`
+// and runs the matching rules. Decode problems come back as Invalid errors at
+// the offending path. Unknown kinds yield a Forbidden error at "kind".
+FieldErrors ValidateAdmission(std::string_view kind, const api::Json& object,
+                              const api::Json* old_object, bool dry_run);
+
+}  // namespace caphv::webhooks

@@ -1,0 +1,117 @@
+// File: webhooks/validation_admission.cc
+//
+// Semantic equality, the topology dry-run escape hatch and dispatch by kind.
+
+#include "api/quantity.h"
+#include "webhooks/validation.h"
+
+namespace caphv::webhooks {
+namespace {
+
+constexpr std::string_view kTopologyDryRunAnnotation = "topology.cluster.x-k8s.io/dry-run";
+
+// Replaces a quantity string by a value-canonical form so that "4Gi" and
+// "4096Mi" compare equal.
+void CanonicalQuantity(api::Json& j) {
+  if (!j.is_string()) return;
+  auto q = api::Quantity::Parse(j.get<std::string>());
+  if (!q) return;
+  auto milli = q->MilliValue();
+  if (milli) j = "q:" + std::to_string(*milli);
+}
+
+api::Json Canonical(const api::HarvesterMachineSpec& spec) {
+  api::Json j = api::Encode(spec);
+  if (j.contains("memory")) CanonicalQuantity(j["memory"]);
+  if (j.contains("volumes")) {
+    for (auto& v : j["volumes"]) {
+      if (v.contains("volumeSize")) CanonicalQuantity(v["volumeSize"]);
+    }
+  }
+  return j;
+}
+
+api::Json Canonical(const api::HarvesterClusterSpec& spec) {
+  api::HarvesterClusterSpec copy = spec;
+  for (auto& l : copy.load_balancer_config.listeners) {
+    if (l.protocol.empty()) l.protocol = "TCP";  // the CRD default
+  }
+  return api::Encode(copy);
+}
+
+template <typename T>
+FieldErrors DecodeErrors(const kube::StatusOr<T>& decoded) {
+  FieldErrors errs;
+  if (decoded.ok()) return errs;
+  // The message is "path: problem; path: problem".
+  std::string_view rest = decoded.status().message();
+  while (!rest.empty()) {
+    auto end = rest.find("; ");
+    std::string_view one = rest.substr(0, end);
+    auto colon = one.find(": ");
+    std::string field = colon == std::string_view::npos ? "" : std::string(one.substr(0, colon));
+    std::string detail(colon == std::string_view::npos ? one : one.substr(colon + 2));
+    errs.push_back(Invalid(field.empty() ? "<root>" : field, nullptr, detail));
+    if (end == std::string_view::npos) break;
+    rest.remove_prefix(end + 2);
+  }
+  return errs;
+}
+
+template <typename T, typename CreateFn, typename UpdateFn>
+FieldErrors Run(const api::Json& object, const api::Json* old_object, CreateFn create,
+                UpdateFn update) {
+  auto obj = api::Decode<T>(object);
+  if (!obj.ok()) return DecodeErrors(obj);
+  if (old_object == nullptr) return create(*obj);
+  auto old = api::Decode<T>(*old_object);
+  if (!old.ok()) return create(*obj);  // an unreadable old object: judge the new one alone
+  return update(*old, *obj);
+}
+
+}  // namespace
+
+bool SemanticallyEqual(const api::HarvesterClusterSpec& a, const api::HarvesterClusterSpec& b) {
+  return Canonical(a) == Canonical(b);
+}
+
+bool SemanticallyEqual(const api::HarvesterMachineSpec& a, const api::HarvesterMachineSpec& b) {
+  return Canonical(a) == Canonical(b);
+}
+
+bool ShouldSkipImmutabilityChecks(bool dry_run, const api::ObjectMeta& meta) {
+  return dry_run && meta.annotations.count(std::string(kTopologyDryRunAnnotation)) > 0;
+}
+
+FieldErrors ValidateAdmission(std::string_view kind, const api::Json& object,
+                              const api::Json* old_object, bool dry_run) {
+  if (kind == "HarvesterCluster") {
+    return Run<api::HarvesterCluster>(object, old_object, ValidateHarvesterCluster,
+                                      ValidateHarvesterClusterUpdate);
+  }
+  if (kind == "HarvesterMachine") {
+    return Run<api::HarvesterMachine>(object, old_object, ValidateHarvesterMachine,
+                                      ValidateHarvesterMachineUpdate);
+  }
+  if (kind == "HarvesterClusterTemplate") {
+    return Run<api::HarvesterClusterTemplate>(
+        object, old_object, ValidateHarvesterClusterTemplate,
+        [dry_run](const api::HarvesterClusterTemplate& o, const api::HarvesterClusterTemplate& n) {
+          return ValidateHarvesterClusterTemplateUpdate(
+              o, n, {.skip_immutability = ShouldSkipImmutabilityChecks(dry_run, n.metadata)});
+        });
+  }
+  if (kind == "HarvesterMachineTemplate") {
+    return Run<api::HarvesterMachineTemplate>(
+        object, old_object, ValidateHarvesterMachineTemplate,
+        [dry_run](const api::HarvesterMachineTemplate& o, const api::HarvesterMachineTemplate& n) {
+          return ValidateHarvesterMachineTemplateUpdate(
+              o, n, {.skip_immutability = ShouldSkipImmutabilityChecks(dry_run, n.metadata)});
+        });
+  }
+  return {NotSupported("kind", std::string(kind),
+                       {"HarvesterCluster", "HarvesterMachine", "HarvesterClusterTemplate",
+                        "HarvesterMachineTemplate"})};
+}
+
+}  // namespace caphv::webhooks

@@ -1,0 +1,261 @@
+// File: webhooks/validation_cluster.cc
+//
+// Rules for HarvesterCluster and HarvesterClusterTemplate.
+
+#include <set>
+#include <string>
+
+#include "webhooks/validation.h"
+#include "webhooks/validation_net.h"
+
+namespace caphv::webhooks {
+namespace {
+
+constexpr std::string_view kApiServerListener = "api-server";
+constexpr int kApiServerPort = 6443;
+
+void ValidateRequiredIP(const std::string& value, const std::string& path, FieldErrors& errs) {
+  if (value.empty()) {
+    errs.push_back(Required(path));
+  } else if (!IsIP(value)) {
+    errs.push_back(Invalid(path, value, "must be a valid IP address"));
+  }
+}
+
+void ValidateIPList(const std::vector<std::string>& ips, const std::string& path,
+                    FieldErrors& errs) {
+  for (size_t i = 0; i < ips.size(); ++i) {
+    if (!IsIP(ips[i])) {
+      errs.push_back(
+          Invalid(path + "[" + std::to_string(i) + "]", ips[i], "must be a valid IP address"));
+    }
+  }
+}
+
+void ValidatePoolRef(const std::string& ref, const std::string& path, FieldErrors& errs) {
+  std::string why;
+  if (!ParseObjectRef(ref, /*strict_name=*/true, &why)) {
+    errs.push_back(Invalid(path, ref, "must be <name> or <namespace>/<name> of an IPPool: " + why));
+  }
+}
+
+// An inline IP pool: vmNetwork, subnet, gateway required; range within subnet.
+void ValidateIPPool(const api::IPPoolSpec& pool, const std::string& path, FieldErrors& errs) {
+  std::string why;
+  if (pool.vm_network.empty()) {
+    errs.push_back(Required(path + ".vmNetwork"));
+  } else if (!ParseObjectRef(pool.vm_network, /*strict_name=*/true, &why)) {
+    errs.push_back(Invalid(path + ".vmNetwork", pool.vm_network,
+                           "must be <name> or <namespace>/<name> of a VM network: " + why));
+  }
+  std::optional<Ipv4Cidr> subnet;
+  if (pool.subnet.empty()) {
+    errs.push_back(Required(path + ".subnet"));
+  } else if (!(subnet = ParseIPv4Cidr(pool.subnet))) {
+    errs.push_back(
+        Invalid(path + ".subnet", pool.subnet, "must be an IPv4 CIDR such as 10.0.0.0/24"));
+  }
+  auto check_in_subnet = [&](const std::string& value, const std::string& field, bool required) {
+    if (value.empty()) {
+      if (required) errs.push_back(Required(path + "." + field));
+      return std::optional<uint32_t>();
+    }
+    auto ip = ParseIPv4(value);
+    if (!ip) {
+      errs.push_back(Invalid(path + "." + field, value, "must be a valid IPv4 address"));
+    } else if (subnet && !InSubnet(*ip, subnet->network, subnet->prefix)) {
+      errs.push_back(Invalid(path + "." + field, value, "must be inside " + pool.subnet));
+      return std::optional<uint32_t>();
+    }
+    return ip;
+  };
+  check_in_subnet(pool.gateway, "gateway", true);
+  auto start = check_in_subnet(pool.range_start, "rangeStart", false);
+  auto end = check_in_subnet(pool.range_end, "rangeEnd", false);
+  if (start && end && *start > *end) {
+    errs.push_back(Invalid(path + ".rangeEnd", pool.range_end,
+                           "must not be lower than rangeStart " + pool.range_start));
+  }
+}
+
+void ValidateLoadBalancer(const api::LoadBalancerConfig& lb, const std::string& path,
+                          FieldErrors& errs) {
+  if (lb.ipam_type != api::kIpamDhcp && lb.ipam_type != api::kIpamPool) {
+    errs.push_back(
+        NotSupported(path + ".ipamType", lb.ipam_type, {api::kIpamDhcp, api::kIpamPool}));
+  }
+  if (!lb.ip_pool_ref.empty()) ValidatePoolRef(lb.ip_pool_ref, path + ".ipPoolRef", errs);
+  if (lb.ip_pool) {
+    if (!lb.ip_pool_ref.empty()) {
+      errs.push_back(Forbidden(path + ".ipPool", "may not be set together with ipPoolRef"));
+    }
+    ValidateIPPool(*lb.ip_pool, path + ".ipPool", errs);
+  }
+  std::set<std::string> names;
+  std::set<std::pair<int, std::string>> ports;
+  for (size_t i = 0; i < lb.listeners.size(); ++i) {
+    const auto& l = lb.listeners[i];
+    std::string lp = path + ".listeners[" + std::to_string(i) + "]";
+    if (l.name.empty()) {
+      errs.push_back(Required(lp + ".name"));
+    } else if (!IsDns1123Label(l.name)) {
+      errs.push_back(Invalid(lp + ".name", l.name, "must be a lowercase RFC 1123 label"));
+    } else if (l.name == kApiServerListener) {
+      errs.push_back(
+          Forbidden(lp + ".name", "the api-server listener is reserved and always added"));
+    } else if (!names.insert(l.name).second) {
+      errs.push_back(Duplicate(lp, l.name));
+    }
+    std::string protocol = l.protocol.empty() ? "TCP" : l.protocol;
+    if (protocol != "TCP" && protocol != "UDP") {
+      errs.push_back(NotSupported(lp + ".protocol", l.protocol, {"TCP", "UDP"}));
+    }
+    if (l.port < 1 || l.port > 65535) {
+      errs.push_back(Invalid(lp + ".port", l.port, "must be between 1 and 65535, inclusive"));
+    } else if (l.port == kApiServerPort && protocol == "TCP") {
+      errs.push_back(
+          Forbidden(lp + ".port", "TCP port 6443 is reserved for the api-server listener"));
+    } else if (!ports.insert({l.port, protocol}).second) {
+      errs.push_back(Duplicate(lp + ".port", l.port));
+    }
+    if (l.backend_port < 1 || l.backend_port > 65535) {
+      errs.push_back(
+          Invalid(lp + ".backendPort", l.backend_port, "must be between 1 and 65535, inclusive"));
+    }
+  }
+}
+
+void ValidateVMNetwork(const api::VMNetworkConfig& vm, const std::string& path, FieldErrors& errs) {
+  ValidateRequiredIP(vm.gateway, path + ".gateway", errs);
+  if (vm.subnet_mask.empty()) {
+    errs.push_back(Required(path + ".subnetMask"));
+  } else if (!MaskPrefixLength(vm.subnet_mask)) {
+    errs.push_back(Invalid(path + ".subnetMask", vm.subnet_mask,
+                           "must be a contiguous dotted IPv4 mask such as 255.255.255.0"));
+  }
+  if (vm.ip_pool_ref.empty() && vm.ip_pool_refs.empty() && !vm.ip_pool) {
+    errs.push_back(Required(path, "one of ipPoolRef, ipPoolRefs or ipPool is required"));
+  }
+  if (!vm.ip_pool_ref.empty()) ValidatePoolRef(vm.ip_pool_ref, path + ".ipPoolRef", errs);
+  std::set<std::string> seen;
+  for (size_t i = 0; i < vm.ip_pool_refs.size(); ++i) {
+    std::string rp = path + ".ipPoolRefs[" + std::to_string(i) + "]";
+    ValidatePoolRef(vm.ip_pool_refs[i], rp, errs);
+    if (!seen.insert(vm.ip_pool_refs[i]).second) errs.push_back(Duplicate(rp, vm.ip_pool_refs[i]));
+  }
+  if (!vm.ip_pool_ref.empty() && !vm.ip_pool_refs.empty() && !seen.count(vm.ip_pool_ref)) {
+    errs.push_back(Invalid(path + ".ipPoolRef", vm.ip_pool_ref,
+                           "must be one of ipPoolRefs when both are set"));
+  }
+  if (vm.ip_pool) {
+    if (!vm.ip_pool_ref.empty() || !vm.ip_pool_refs.empty()) {
+      errs.push_back(
+          Forbidden(path + ".ipPool", "may not be set together with ipPoolRef or ipPoolRefs"));
+    }
+    ValidateIPPool(*vm.ip_pool, path + ".ipPool", errs);
+    // The VMs' gateway must be reachable inside the pool's subnet.
+    auto cidr = ParseIPv4Cidr(vm.ip_pool->subnet);
+    auto gw = ParseIPv4(vm.gateway);
+    if (cidr && gw && !InSubnet(*gw, cidr->network, cidr->prefix)) {
+      errs.push_back(Invalid(path + ".gateway", vm.gateway,
+                             "must be inside the ipPool subnet " + vm.ip_pool->subnet));
+    }
+  }
+  ValidateIPList(vm.dns_servers, path + ".dnsServers", errs);
+}
+
+}  // namespace
+
+FieldErrors ValidateHarvesterClusterSpec(const api::HarvesterClusterSpec& spec,
+                                         const std::string& path) {
+  FieldErrors errs;
+  if (spec.target_namespace.empty()) {
+    errs.push_back(Required(path + ".targetNamespace"));
+  } else if (!IsDns1123Label(spec.target_namespace)) {
+    errs.push_back(Invalid(path + ".targetNamespace", spec.target_namespace,
+                           "must be a lowercase RFC 1123 label (a Harvester namespace)"));
+  }
+  const std::string sp = path + ".identitySecret";
+  if (spec.identity_secret.name.empty()) {
+    errs.push_back(Required(sp + ".name"));
+  } else if (!IsDns1123Subdomain(spec.identity_secret.name)) {
+    errs.push_back(
+        Invalid(sp + ".name", spec.identity_secret.name, "must be a lowercase RFC 1123 subdomain"));
+  }
+  if (spec.identity_secret.namespace_.empty()) {
+    errs.push_back(Required(sp + ".namespace"));
+  } else if (!IsDns1123Label(spec.identity_secret.namespace_)) {
+    errs.push_back(Invalid(sp + ".namespace", spec.identity_secret.namespace_,
+                           "must be a lowercase RFC 1123 label"));
+  }
+  ValidateLoadBalancer(spec.load_balancer_config, path + ".loadBalancerConfig", errs);
+  if (spec.vm_network_config)
+    ValidateVMNetwork(*spec.vm_network_config, path + ".vmNetworkConfig", errs);
+  if (spec.update_cloud_provider_config) {
+    const auto& c = *spec.update_cloud_provider_config;
+    const std::string cp = path + ".updateCloudProviderConfig";
+    auto need = [&](const std::string& v, const char* name) {
+      if (v.empty()) errs.push_back(Required(cp + "." + name));
+    };
+    need(c.manifests_config_map_namespace, "manifestsConfigMapNamespace");
+    need(c.manifests_config_map_name, "manifestsConfigMapName");
+    need(c.manifests_config_map_key, "manifestsConfigMapKey");
+    need(c.cloud_config_credentials_secret_name, "cloudConfigCredentialsSecretName");
+    need(c.cloud_config_credentials_secret_key, "cloudConfigCredentialsSecretKey");
+  }
+  if (spec.control_plane_endpoint) {
+    const auto& ep = *spec.control_plane_endpoint;
+    if (ep.port < 0 || ep.port > 65535) {
+      errs.push_back(Invalid(path + ".controlPlaneEndpoint.port", ep.port,
+                             "must be between 0 and 65535, inclusive"));
+    }
+  }
+  return errs;
+}
+
+FieldErrors ValidateHarvesterCluster(const api::HarvesterCluster& obj) {
+  return ValidateHarvesterClusterSpec(obj.spec, "spec");
+}
+
+FieldErrors ValidateHarvesterClusterUpdate(const api::HarvesterCluster& old_obj,
+                                           const api::HarvesterCluster& new_obj) {
+  FieldErrors errs;
+  // A spec that did not change is not re-validated, so metadata-only updates
+  // (finalizers, labels) of objects created under older rules still pass.
+  if (!SemanticallyEqual(old_obj.spec, new_obj.spec)) errs = ValidateHarvesterCluster(new_obj);
+  // The VMs, load balancer and secrets live in targetNamespace of the Harvester
+  // the identity points at: changing either would orphan them.
+  const char* kOrphan = "field is immutable: changing it would orphan the Harvester resources";
+  if (old_obj.spec.target_namespace != new_obj.spec.target_namespace) {
+    errs.push_back(Invalid("spec.targetNamespace", new_obj.spec.target_namespace, kOrphan));
+  }
+  if (old_obj.spec.identity_secret.namespace_ != new_obj.spec.identity_secret.namespace_) {
+    errs.push_back(
+        Invalid("spec.identitySecret.namespace", new_obj.spec.identity_secret.namespace_, kOrphan));
+  }
+  if (old_obj.spec.identity_secret.name != new_obj.spec.identity_secret.name) {
+    errs.push_back(Invalid("spec.identitySecret.name", new_obj.spec.identity_secret.name, kOrphan));
+  }
+  return errs;
+}
+
+FieldErrors ValidateHarvesterClusterTemplate(const api::HarvesterClusterTemplate& obj) {
+  return ValidateHarvesterClusterSpec(obj.spec.template_.spec, "spec.template.spec");
+}
+
+FieldErrors ValidateHarvesterClusterTemplateUpdate(const api::HarvesterClusterTemplate& old_obj,
+                                                   const api::HarvesterClusterTemplate& new_obj,
+                                                   TemplateUpdateOptions options) {
+  const auto& old_spec = old_obj.spec.template_.spec;
+  const auto& new_spec = new_obj.spec.template_.spec;
+  if (SemanticallyEqual(old_spec, new_spec)) return {};
+  FieldErrors errs = ValidateHarvesterClusterTemplate(new_obj);
+  if (!options.skip_immutability) {
+    errs.push_back(Forbidden("spec.template.spec",
+                             "HarvesterClusterTemplate spec.template.spec is immutable; create a "
+                             "new template and point the ClusterClass at it"));
+  }
+  return errs;
+}
+
+}  // namespace caphv::webhooks

@@ -1,0 +1,261 @@
+// Integration tests of HttpServer over real sockets: routing, body limits,
+// graceful shutdown draining a slow request while the probe server keeps
+// answering, bounded shutdown, and TLS with certificate reload (the new
+// certificate's serial is seen by a new connection). Certificates are made by
+// `openssl` at test time; clients are libcurl and `openssl s_client`.
+
+#include "kube/http_server.h"
+
+#include <curl/curl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <future>
+#include <string>
+#include <thread>
+
+#include "kube/health.h"
+#include "support/testbed.h"
+
+namespace caphv::kube {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+struct Fetched {
+  CURLcode curl = CURLE_OK;
+  long status = 0;
+  std::string body;
+};
+
+size_t Append(char* data, size_t size, size_t n, void* out) {
+  static_cast<std::string*>(out)->append(data, size * n);
+  return size * n;
+}
+
+Fetched Fetch(const std::string& url, const std::string& post_body = {},
+              const std::string& ca_file = {}, long timeout_ms = 10000) {
+  Fetched f;
+  CURL* curl = curl_easy_init();
+  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, Append);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &f.body);
+  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, timeout_ms);
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(curl, CURLOPT_FORBID_REUSE, 1L);
+  if (!post_body.empty()) {
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, post_body.data());
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(post_body.size()));
+  }
+  if (!ca_file.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, ca_file.c_str());
+  f.curl = curl_easy_perform(curl);
+  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &f.status);
+  curl_easy_cleanup(curl);
+  return f;
+}
+
+std::string Url(const HttpServer& s, std::string_view path) {
+  return std::string(s.tls() ? "https" : "http") + "://127.0.0.1:" + std::to_string(s.port()) +
+         std::string(path);
+}
+
+TEST(ParseBindAddressTest, Forms) {
+  auto any = ParseBindAddress(":8080");
+  ASSERT_TRUE(any.ok());
+  EXPECT_EQ(any->first, "");
+  EXPECT_EQ(any->second, 8080);
+  auto v6 = ParseBindAddress("[::1]:9443");
+  ASSERT_TRUE(v6.ok());
+  EXPECT_EQ(v6->first, "::1");
+  EXPECT_FALSE(ParseBindAddress("8080").ok());
+  EXPECT_FALSE(ParseBindAddress("127.0.0.1:http").ok());
+  EXPECT_FALSE(ParseBindAddress(":70000").ok());
+}
+
+TEST(HttpServerTest, RoutesByExactPathThenLongestPrefixAndReportsChosenPort) {
+  HttpServer server({.name = "routes", .bind_address = "127.0.0.1:0"});
+  server.Handle("/a", [](const HttpRequest&) { return HttpResponse{200, "text/plain", "exact"}; });
+  server.Handle("/a/", [](const HttpRequest&) { return HttpResponse{200, "text/plain", "a/"}; });
+  server.Handle("/a/b/", [](const HttpRequest& r) {
+    return HttpResponse{201, "text/plain", "a/b/ " + r.path + " " + r.query};
+  });
+  ASSERT_TRUE(server.Start().ok());
+  ASSERT_GT(server.port(), 0);
+  EXPECT_EQ(server.address(), "127.0.0.1:" + std::to_string(server.port()));
+  EXPECT_EQ(Fetch(Url(server, "/a")).body, "exact");
+  EXPECT_EQ(Fetch(Url(server, "/a/x")).body, "a/");
+  auto deep = Fetch(Url(server, "/a/b/c?verbose=1"));
+  EXPECT_EQ(deep.status, 201);
+  EXPECT_EQ(deep.body, "a/b/ /a/b/c verbose=1");
+  EXPECT_EQ(Fetch(Url(server, "/nope")).status, 404);
+  EXPECT_TRUE(server.Shutdown(2s).ok());
+}
+
+TEST(HttpServerTest, BodyLimitIsConfigurable) {
+  auto echo_size = [](const HttpRequest& r) {
+    return HttpResponse{200, "text/plain", std::to_string(r.body.size())};
+  };
+  HttpServer small({.name = "small", .bind_address = "127.0.0.1:0", .body_limit = 1 << 20});
+  HttpServer large({.name = "large", .bind_address = "127.0.0.1:0", .body_limit = 8 << 20});
+  small.Handle("/echo", echo_size);
+  large.Handle("/echo", echo_size);
+  ASSERT_TRUE(small.Start().ok());
+  ASSERT_TRUE(large.Start().ok());
+  const std::string seven_mib(7 << 20, 'x');
+  auto rejected = Fetch(Url(small, "/echo"), std::string(2 << 20, 'x'));
+  EXPECT_EQ(rejected.status, 413);
+  auto accepted = Fetch(Url(large, "/echo"), seven_mib);
+  EXPECT_EQ(accepted.status, 200);
+  EXPECT_EQ(accepted.body, std::to_string(seven_mib.size()));
+}
+
+TEST(HttpServerTest, GracefulShutdownDrainsInFlightRequestWhileProbesAnswer) {
+  health::Probes probes;
+  HttpServer probe_server({.name = "probes", .bind_address = "127.0.0.1:0"});
+  probes.Register(probe_server);
+  ASSERT_TRUE(probe_server.Start().ok());
+
+  std::promise<void> entered;
+  std::atomic<bool> entered_once{false};
+  HttpServer server({.name = "webhook", .bind_address = "127.0.0.1:0", .threads = 2});
+  server.Handle("/slow", [&](const HttpRequest&) {
+    if (!entered_once.exchange(true)) entered.set_value();
+    std::this_thread::sleep_for(1500ms);
+    return HttpResponse{200, "text/plain", "slow done"};
+  });
+  ASSERT_TRUE(server.Start().ok());
+
+  auto slow = std::async(std::launch::async, [&] { return Fetch(Url(server, "/slow")); });
+  ASSERT_EQ(entered.get_future().wait_for(5s), std::future_status::ready);
+
+  // Shutdown begins: readiness off, then drain.
+  probes.SetShuttingDown();
+  const auto start = Clock::now();
+  auto shutdown = std::async(std::launch::async, [&] { return server.Shutdown(10s); });
+
+  // While draining: liveness still 200, readiness 500, no new connections.
+  std::this_thread::sleep_for(200ms);
+  ASSERT_EQ(shutdown.wait_for(0s), std::future_status::timeout) << "did not wait for /slow";
+  auto healthz = Fetch(Url(probe_server, "/healthz"));
+  EXPECT_EQ(healthz.status, 200);
+  EXPECT_EQ(healthz.body, "ok");
+  EXPECT_EQ(Fetch(Url(probe_server, "/readyz")).status, 500);
+  auto refused = Fetch(Url(server, "/slow"), {}, {}, 2000);
+  EXPECT_NE(refused.curl, CURLE_OK) << "a new connection was accepted during shutdown";
+
+  Status stopped = shutdown.get();
+  const auto took = Clock::now() - start;
+  EXPECT_TRUE(stopped.ok()) << stopped.ToString();
+  EXPECT_LT(took, 5s);
+  Fetched done = slow.get();
+  EXPECT_EQ(done.curl, CURLE_OK);
+  EXPECT_EQ(done.status, 200);
+  EXPECT_EQ(done.body, "slow done");
+  EXPECT_GE(server.requests_served(), 1u);
+  EXPECT_TRUE(probe_server.Shutdown(2s).ok());
+}
+
+TEST(HttpServerTest, ShutdownIsBoundedByItsTimeout) {
+  HttpServer server({.name = "stuck", .bind_address = "127.0.0.1:0"});
+  std::promise<void> entered;
+  server.Handle("/stuck", [&](const HttpRequest&) {
+    entered.set_value();
+    std::this_thread::sleep_for(2500ms);
+    return HttpResponse{};
+  });
+  ASSERT_TRUE(server.Start().ok());
+  auto stuck = std::async(std::launch::async, [&] { return Fetch(Url(server, "/stuck")); });
+  ASSERT_EQ(entered.get_future().wait_for(5s), std::future_status::ready);
+  const auto start = Clock::now();
+  Status s = server.Shutdown(300ms);
+  const auto took = Clock::now() - start;
+  EXPECT_EQ(s.code(), StatusCode::kTimeout) << s.ToString();
+  EXPECT_LT(took, 1500ms);
+  EXPECT_GE(took, 300ms);
+  stuck.get();
+}
+
+// --- TLS -----------------------------------------------------------------------
+
+class TlsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / testing::UniqueName("caphv-tls");
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  // Writes a self-signed certificate for 127.0.0.1 with `serial` (hex) as
+  // <name>.crt/<name>.key in the test directory.
+  void MakeCert(const std::string& name, const std::string& serial) {
+    std::string out;
+    std::string cmd =
+        "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1"
+        " -addext subjectAltName=IP:127.0.0.1 -set_serial 0x" +
+        serial + " -keyout " + (dir_ / (name + ".key")).string() + " -out " +
+        (dir_ / (name + ".crt")).string();
+    ASSERT_EQ(testing::RunCommand(cmd, &out), 0) << out;
+  }
+
+  // The serial number the server presents to a new connection ("" on error).
+  std::string ServedSerial(int port) {
+    std::string out;
+    std::string cmd = "openssl s_client -connect 127.0.0.1:" + std::to_string(port) +
+                      " </dev/null 2>/dev/null | openssl x509 -noout -serial";
+    if (testing::RunCommand(cmd, &out) != 0) return "";
+    auto eq = out.find('=');
+    if (eq == std::string::npos) return "";
+    std::string serial = out.substr(eq + 1);
+    while (!serial.empty() && (serial.back() == '\n' || serial.back() == '\r')) serial.pop_back();
+    return serial;
+  }
+
+  std::filesystem::path dir_;
+};
+
+TEST_F(TlsTest, ServesTlsAndReloadsReplacedCertificate) {
+  MakeCert("tls", "1001");
+  HttpServer server({.name = "webhook",
+                     .bind_address = "127.0.0.1:0",
+                     .cert_dir = dir_.string(),
+                     .cert_poll_interval = 200ms});
+  server.Handle("/hello", [](const HttpRequest&) {
+    return HttpResponse{200, "text/plain", "hello over tls"};
+  });
+  ASSERT_TRUE(server.Start().ok());
+  ASSERT_TRUE(server.tls());
+
+  auto first = Fetch(Url(server, "/hello"), {}, (dir_ / "tls.crt").string());
+  EXPECT_EQ(first.curl, CURLE_OK) << curl_easy_strerror(first.curl);
+  EXPECT_EQ(first.body, "hello over tls");
+  EXPECT_EQ(ServedSerial(server.port()), "1001");
+  // Plain HTTP on the TLS port does not get a response.
+  EXPECT_NE(
+      Fetch("http://127.0.0.1:" + std::to_string(server.port()) + "/hello", {}, {}, 2000).status,
+      200);
+
+  // Replace both files the way a cert manager would (write aside, rename).
+  MakeCert("next", "2002");
+  std::filesystem::rename(dir_ / "next.key", dir_ / "tls.key");
+  std::filesystem::rename(dir_ / "next.crt", dir_ / "tls.crt");
+  EXPECT_TRUE(
+      testing::Eventually([&] { return ServedSerial(server.port()) == "2002"; }, 10s, 200ms));
+  auto second = Fetch(Url(server, "/hello"), {}, (dir_ / "tls.crt").string());
+  EXPECT_EQ(second.curl, CURLE_OK) << curl_easy_strerror(second.curl);
+  EXPECT_EQ(second.body, "hello over tls");
+  EXPECT_TRUE(server.Shutdown(2s).ok());
+}
+
+TEST_F(TlsTest, BadInitialCertificateFailsStart) {
+  HttpServer server({.name = "webhook", .bind_address = "127.0.0.1:0", .cert_dir = dir_.string()});
+  Status s = server.Start();
+  EXPECT_FALSE(s.ok());
+}
+
+}  // namespace
+}  // namespace caphv::kube

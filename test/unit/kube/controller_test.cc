@@ -1,0 +1,68 @@
+// File: test/unit/kube/controller_test.cc
+//
+// Pure parts of the controller: request keys, object-to-request mappers and
+// predicates. Reconcile scheduling against real watches is covered by
+// test/integration/kube/informer_test.cc.
+
+#include "kube/controller.h"
+
+#include <gtest/gtest.h>
+
+namespace caphv::kube {
+namespace {
+
+TEST(RequestTest, KeyRoundTrip) {
+  Request r{"ns", "name"};
+  EXPECT_EQ(r.Key(), "ns/name");
+  EXPECT_EQ(Request::FromKey("ns/name"), r);
+  Request c{"", "cluster"};
+  EXPECT_EQ(c.Key(), "cluster");
+  EXPECT_EQ(Request::FromKey("cluster"), c);
+}
+
+TEST(MapperTest, MapToSelf) {
+  Object o = {{"metadata", {{"namespace", "ns"}, {"name", "a"}}}};
+  EXPECT_EQ(MapToSelf()(o), (std::vector<Request>{{"ns", "a"}}));
+}
+
+TEST(MapperTest, MapToOwnerMatchesGroupKindAndController) {
+  Object o = {{"metadata",
+               {{"namespace", "ns"},
+                {"name", "child"},
+                {"ownerReferences",
+                 {{{"apiVersion", "cluster.x-k8s.io/v1beta1"},
+                   {"kind", "Machine"},
+                   {"name", "m1"},
+                   {"controller", true}},
+                  {{"apiVersion", "cluster.x-k8s.io/v1beta1"}, {"kind", "Machine"}, {"name", "m2"}},
+                  {{"apiVersion", "other.io/v1"}, {"kind", "Machine"}, {"name", "m3"}},
+                  {{"apiVersion", "v1"}, {"kind", "Secret"}, {"name", "s"}}}}}}};
+  EXPECT_EQ(MapToOwner("cluster.x-k8s.io", "Machine")(o), (std::vector<Request>{{"ns", "m1"}}));
+  EXPECT_EQ(MapToOwner("cluster.x-k8s.io", "Machine", false)(o),
+            (std::vector<Request>{{"ns", "m1"}, {"ns", "m2"}}));
+  EXPECT_EQ(MapToOwner("", "Secret", false)(o), (std::vector<Request>{{"ns", "s"}}));
+  EXPECT_TRUE(MapToOwner("", "Secret", true)(o).empty());
+  EXPECT_TRUE(MapToOwner("x", "Y")(Object::object()).empty());
+}
+
+TEST(PredicatesTest, GenerationAndResourceVersionChanged) {
+  Object a = {{"metadata", {{"generation", 1}, {"resourceVersion", "10"}}}};
+  Object b = {{"metadata", {{"generation", 1}, {"resourceVersion", "11"}}}};
+  Object c = {{"metadata", {{"generation", 2}, {"resourceVersion", "12"}}}};
+  EXPECT_FALSE(GenerationChanged().update(a, b));
+  EXPECT_TRUE(GenerationChanged().update(b, c));
+  EXPECT_FALSE(ResourceVersionChanged().update(a, a));
+  EXPECT_TRUE(ResourceVersionChanged().update(a, b));
+}
+
+TEST(ResultTest, Constructors) {
+  EXPECT_TRUE(Result::Done().error.ok());
+  EXPECT_EQ(Result::RequeueAfter(std::chrono::seconds(3)).requeue_after, std::chrono::seconds(3));
+  Result e = Result::Error(Status(StatusCode::kConflict, "x"));
+  EXPECT_FALSE(e.error.ok());
+  EXPECT_FALSE(e.terminal);
+  EXPECT_TRUE(Result::Terminal(Status(StatusCode::kInvalid, "y")).terminal);
+}
+
+}  // namespace
+}  // namespace caphv::kube

@@ -1,0 +1,203 @@
+// Unit tests of caphv-manager's flag parsing: defaults, every accepted form,
+// durations and the one-line errors of bad flags.
+
+#include "options.h"
+
+#include <gtest/gtest.h>
+
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+namespace caphv::manager {
+namespace {
+
+using std::chrono::milliseconds;
+
+kube::StatusOr<Options> Parse(std::initializer_list<const char*> flags,
+                              std::string_view tmpdir = {}) {
+  std::vector<const char*> argv = {"caphv-manager"};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  return ParseOptions(static_cast<int>(argv.size()), argv.data(), tmpdir);
+}
+
+TEST(OptionsTest, Defaults) {
+  auto o = Parse({});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->kubeconfig, "");
+  EXPECT_EQ(o->metrics_bind_address, ":8080");
+  EXPECT_EQ(o->health_probe_bind_address, ":8081");
+  EXPECT_FALSE(o->leader_elect);
+  EXPECT_EQ(o->leader_election_id, "1e1658d6.cluster.x-k8s.io");
+  EXPECT_EQ(o->lease_duration, milliseconds(15000));
+  EXPECT_EQ(o->renew_deadline, milliseconds(10000));
+  EXPECT_EQ(o->retry_period, milliseconds(2000));
+  EXPECT_FALSE(o->enable_webhooks);
+  EXPECT_EQ(o->webhook_port, 9443);
+  EXPECT_EQ(o->webhook_cert_dir, "/tmp/k8s-webhook-server/serving-certs");
+  EXPECT_EQ(o->webhook_cert_name, "tls.crt");
+  EXPECT_EQ(o->webhook_key_name, "tls.key");
+  EXPECT_EQ(o->concurrency, 10);
+  EXPECT_EQ(o->sync_period, milliseconds(600000));
+  EXPECT_EQ(o->watch_namespace, "");
+  EXPECT_EQ(o->watch_filter, "");
+  EXPECT_EQ(o->verbosity, 0);
+  EXPECT_EQ(o->log_format, "text");
+  EXPECT_FALSE(o->show_help);
+  EXPECT_FALSE(o->show_version);
+}
+
+TEST(OptionsTest, TmpdirMovesTheDefaultCertDir) {
+  auto o = Parse({}, "/var/tmp");
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->webhook_cert_dir, "/var/tmp/k8s-webhook-server/serving-certs");
+}
+
+TEST(OptionsTest, EveryFlagInBothForms) {
+  auto o = Parse({"--kubeconfig=/k",
+                  "--metrics-bind-address",
+                  "127.0.0.1:9000",
+                  "--health-probe-bind-address=:9001",
+                  "--leader-elect",
+                  "--leader-election-id",
+                  "my-id",
+                  "--leader-election-namespace=caphv-system",
+                  "--leader-elect-lease-duration=30s",
+                  "--leader-elect-renew-deadline",
+                  "20s",
+                  "--leader-elect-retry-period=5s",
+                  "--enable-webhooks",
+                  "--webhook-port=10443",
+                  "--webhook-cert-dir",
+                  "/certs",
+                  "--webhook-cert-name=c.pem",
+                  "--webhook-key-name=k.pem",
+                  "--concurrency",
+                  "3",
+                  "--sync-period=1h30m",
+                  "--namespace",
+                  "team-a",
+                  "--watch-filter=blue",
+                  "--log-format",
+                  "json"});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->kubeconfig, "/k");
+  EXPECT_EQ(o->metrics_bind_address, "127.0.0.1:9000");
+  EXPECT_EQ(o->health_probe_bind_address, ":9001");
+  EXPECT_TRUE(o->leader_elect);
+  EXPECT_EQ(o->leader_election_id, "my-id");
+  EXPECT_EQ(o->leader_election_namespace, "caphv-system");
+  EXPECT_EQ(o->lease_duration, milliseconds(30000));
+  EXPECT_EQ(o->renew_deadline, milliseconds(20000));
+  EXPECT_EQ(o->retry_period, milliseconds(5000));
+  EXPECT_TRUE(o->enable_webhooks);
+  EXPECT_EQ(o->webhook_port, 10443);
+  EXPECT_EQ(o->webhook_cert_dir, "/certs");
+  EXPECT_EQ(o->webhook_cert_name, "c.pem");
+  EXPECT_EQ(o->webhook_key_name, "k.pem");
+  EXPECT_EQ(o->concurrency, 3);
+  EXPECT_EQ(o->sync_period, milliseconds(5400000));
+  EXPECT_EQ(o->watch_namespace, "team-a");
+  EXPECT_EQ(o->watch_filter, "blue");
+  EXPECT_EQ(o->log_format, "json");
+}
+
+TEST(OptionsTest, BooleansTakeExplicitValues) {
+  auto o = Parse({"--leader-elect=false", "--enable-webhooks=true"});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_FALSE(o->leader_elect);
+  EXPECT_TRUE(o->enable_webhooks);
+  o = Parse({"--leader-elect=true", "--enable-webhooks=false"});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_TRUE(o->leader_elect);
+  EXPECT_FALSE(o->enable_webhooks);
+}
+
+TEST(OptionsTest, VerbosityForms) {
+  for (auto flags :
+       {std::vector<const char*>{"-v=4"}, {"-v", "4"}, {"-v4"}, {"--v=4"}, {"--v", "4"}}) {
+    std::vector<const char*> argv = {"caphv-manager"};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    auto o = ParseOptions(static_cast<int>(argv.size()), argv.data());
+    ASSERT_TRUE(o.ok()) << flags[0] << ": " << o.status().ToString();
+    EXPECT_EQ(o->verbosity, 4) << flags[0];
+  }
+  auto o = Parse({"-v=10"});
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->verbosity, 10);
+}
+
+TEST(OptionsTest, HelpAndVersion) {
+  auto o = Parse({"--help"});
+  ASSERT_TRUE(o.ok());
+  EXPECT_TRUE(o->show_help);
+  EXPECT_NE(o->help_text.find("--webhook-cert-dir"), std::string::npos);
+  o = Parse({"--version"});
+  ASSERT_TRUE(o.ok());
+  EXPECT_TRUE(o->show_version);
+}
+
+TEST(OptionsTest, BadFlagsGiveOneReadableLine) {
+  const std::vector<std::pair<std::vector<const char*>, std::string>> cases = {
+      {{"--no-such-flag"}, "no-such-flag"},
+      {{"--webhook-port=0"}, "--webhook-port"},
+      {{"--webhook-port=70000"}, "--webhook-port"},
+      {{"--webhook-port=abc"}, "webhook-port"},
+      {{"--concurrency=0"}, "--concurrency"},
+      {{"--sync-period=10"}, "--sync-period"},
+      {{"--sync-period=0"}, "--sync-period"},
+      {{"--leader-elect-lease-duration=10s"}, "--leader-elect-lease-duration"},
+      {{"--leader-elect-renew-deadline=2s"}, "--leader-elect-renew-deadline"},
+      {{"--leader-elect-retry-period=soon"}, "--leader-elect-retry-period"},
+      {{"--log-format=xml"}, "--log-format"},
+      {{"--metrics-bind-address=localhost"}, "--metrics-bind-address"},
+      {{"--health-probe-bind-address=:99999"}, "--health-probe-bind-address"},
+      {{"--namespace=Not_A_Namespace"}, "--namespace"},
+      {{"--watch-filter=a b"}, "--watch-filter"},
+      {{"-v=-1"}, "-v"},
+      {{"--enable-webhooks", "--webhook-cert-dir="}, "--webhook-cert-dir"},
+      {{"stray"}, "stray"},
+  };
+  for (const auto& [flags, needle] : cases) {
+    std::vector<const char*> argv = {"caphv-manager"};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    auto o = ParseOptions(static_cast<int>(argv.size()), argv.data());
+    ASSERT_FALSE(o.ok()) << flags[0];
+    const std::string& msg = o.status().message();
+    EXPECT_EQ(o.status().code(), kube::StatusCode::kInvalidArgument);
+    EXPECT_NE(msg.find(needle), std::string::npos) << flags[0] << ": " << msg;
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+  }
+}
+
+TEST(OptionsTest, MetricsAndProbesCanBeDisabled) {
+  auto o = Parse({"--metrics-bind-address=0", "--health-probe-bind-address=0"});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->metrics_bind_address, "0");
+}
+
+TEST(DurationTest, GoSyntax) {
+  EXPECT_EQ(*ParseDuration("0"), milliseconds(0));
+  EXPECT_EQ(*ParseDuration("500ms"), milliseconds(500));
+  EXPECT_EQ(*ParseDuration("1.5s"), milliseconds(1500));
+  EXPECT_EQ(*ParseDuration("2m"), milliseconds(120000));
+  EXPECT_EQ(*ParseDuration("1h2m3s"), milliseconds(3723000));
+  EXPECT_EQ(*ParseDuration("-3s"), milliseconds(-3000));
+  EXPECT_EQ(*ParseDuration("1500us"), milliseconds(2));
+  for (const char* bad : {"", "s", "10", "1x", "1h2", "ms", "-", "1..5s"}) {
+    auto d = ParseDuration(bad);
+    EXPECT_FALSE(d.ok()) << bad;
+  }
+}
+
+TEST(DurationTest, Format) {
+  EXPECT_EQ(FormatDuration(milliseconds(0)), "0s");
+  EXPECT_EQ(FormatDuration(milliseconds(500)), "500ms");
+  EXPECT_EQ(FormatDuration(milliseconds(15000)), "15s");
+  EXPECT_EQ(FormatDuration(milliseconds(1500)), "1.5s");
+  EXPECT_EQ(FormatDuration(milliseconds(600000)), "10m0s");
+  EXPECT_EQ(FormatDuration(milliseconds(3723000)), "1h2m3s");
+}
+
+}  // namespace
+}  // namespace caphv::manager

@@ -1,0 +1,111 @@
+// Unit tests for sim/env.h and sim/manifests.h: environment seeds and the
+// embedded manifests.
+
+#include "sim/env.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "sim/manifests.h"
+
+namespace caphv::sim {
+namespace {
+
+TEST(Manifests, YamlScalarsAreTypedLikeKubernetes) {
+  auto docs =
+      ParseYamlDocuments("a: 1\nb: true\nc: '1'\nd: ~\ne: 1.5\nf: hello\n---\n---\ng: []\n");
+  ASSERT_TRUE(docs.ok());
+  ASSERT_EQ(docs->size(), 2u);
+  const auto& d = (*docs)[0];
+  EXPECT_EQ(d["a"], 1);
+  EXPECT_EQ(d["b"], true);
+  EXPECT_EQ(d["c"], "1");
+  EXPECT_TRUE(d["d"].is_null());
+  EXPECT_EQ(d["e"], 1.5);
+  EXPECT_EQ(d["f"], "hello");
+  EXPECT_FALSE(ParseYamlDocuments("a: [").ok());
+}
+
+TEST(Manifests, CrdsCoverHarvesterKinds) {
+  auto crds = CrdManifests();
+  ASSERT_TRUE(crds.ok()) << crds.status().ToString();
+  std::set<std::string> names;
+  for (const auto& c : *crds) names.insert(kube::NameOf(c));
+  EXPECT_EQ(names, (std::set<std::string>{
+                       "virtualmachines.kubevirt.io", "virtualmachineinstances.kubevirt.io",
+                       "virtualmachineimages.harvesterhci.io", "keypairs.harvesterhci.io",
+                       "settings.harvesterhci.io", "ippools.loadbalancer.harvesterhci.io",
+                       "loadbalancers.loadbalancer.harvesterhci.io",
+                       "network-attachment-definitions.k8s.cni.cncf.io"}));
+  for (const auto& c : *crds) {
+    const auto& versions = c["spec"]["versions"];
+    for (const auto& v : versions) {
+      EXPECT_TRUE(v["schema"]["openAPIV3Schema"].is_object()) << kube::NameOf(c);
+      const bool has_status = v.contains("subresources") && v["subresources"].contains("status");
+      // Only the VM has a status subresource.
+      EXPECT_EQ(has_status, kube::NameOf(c) == "virtualmachines.kubevirt.io") << kube::NameOf(c);
+    }
+  }
+}
+
+TEST(Environment, DefaultSeedParses) {
+  auto env = LoadEnvironment("");
+  ASSERT_TRUE(env.ok()) << env.status().ToString();
+  ASSERT_FALSE(env->images.empty());
+  ASSERT_FALSE(env->networks.empty());
+  ASSERT_FALSE(env->pools.empty());
+  ASSERT_TRUE(env->lb_dhcp.has_value());
+  auto objects = SeedObjects(*env);
+  ASSERT_TRUE(objects.ok()) << objects.status().ToString();
+  for (const auto& o : *objects) EXPECT_TRUE(GvrOf(o).ok()) << o.dump();
+}
+
+TEST(Environment, RejectsIncompleteEntries) {
+  EXPECT_FALSE(ParseEnvironment("images: [{displayName: x}]").ok());
+  EXPECT_FALSE(ParseEnvironment("keypairs: [{name: k}]").ok());
+  auto empty = ParseEnvironment("");
+  ASSERT_TRUE(empty.ok());
+  EXPECT_TRUE(empty->images.empty());
+}
+
+TEST(Seeds, ImageCarriesStorageClassInStatus) {
+  EnvImage im{"default", "image-abcde", "ubuntu", "https://example.invalid/u.img", 10, 20};
+  auto o = ImageObject(im);
+  EXPECT_EQ(o["status"]["storageClassName"], "longhorn-image-abcde");
+  EXPECT_EQ(o["status"]["progress"], 100);
+  EXPECT_EQ(o["spec"]["displayName"], "ubuntu");
+  auto sc = ImageStorageClass(im);
+  EXPECT_EQ(sc["metadata"]["name"], "longhorn-image-abcde");
+  EXPECT_EQ(sc["provisioner"], "driver.longhorn.io");
+}
+
+TEST(Seeds, KeyPairFingerprintIsLegacyMd5) {
+  const std::string key =
+      "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIDd6cUm8J2cQbmPDX0fGQvw6mRc1sGMl0Q9wIUmaz8vL demo";
+  auto fp = KeyFingerprint(key);
+  ASSERT_TRUE(fp.ok());
+  EXPECT_EQ(*fp, "f6:94:de:9c:d0:db:cc:74:78:6d:c5:1c:2c:c6:32:4c");  // ssh-keygen -l -E md5
+  auto kp = KeyPairObject({"default", "k", key});
+  EXPECT_EQ(kp["status"]["conditions"][0]["type"], "validated");
+  EXPECT_EQ(kp["status"]["conditions"][0]["status"], "True");
+  EXPECT_FALSE(KeyFingerprint("not a key").ok());
+  EXPECT_EQ(KeyPairObject({"default", "k", "garbage"})["status"]["conditions"][0]["status"],
+            "False");
+}
+
+TEST(Seeds, NadHasNetworkControllerLabels) {
+  EnvNetwork n;
+  n.name = "vlan100";
+  n.vlan = 100;
+  n.cidr = "10.0.10.0/24";
+  auto o = NadObject(n);
+  EXPECT_EQ(o["metadata"]["labels"]["network.harvesterhci.io/type"], "L2VlanNetwork");
+  EXPECT_EQ(o["metadata"]["labels"]["network.harvesterhci.io/vlan-id"], "100");
+  auto config = kube::Object::parse(o["spec"]["config"].get<std::string>());
+  EXPECT_EQ(config["bridge"], "mgmt-br");
+  EXPECT_EQ(config["vlan"], 100);
+}
+
+}  // namespace
+}  // namespace caphv::sim

@@ -1,0 +1,103 @@
+// Unit tests for sim/loadbalancer.h: pool selection and LB status.
+
+#include "sim/loadbalancer.h"
+
+#include <gtest/gtest.h>
+
+namespace caphv::sim {
+namespace {
+
+using kube::Object;
+
+Object Pool(const std::string& name, int priority, const std::string& network,
+            const std::string& ns, bool global = false) {
+  Object p = {
+      {"metadata", {{"name", name}}},
+      {"spec",
+       {{"ranges", Object::array({{{"subnet", "192.168.1.0/24"}}})},
+        {"selector",
+         {{"priority", priority},
+          {"network", network},
+          {"scope",
+           Object::array({{{"project", "*"}, {"namespace", ns}, {"guestCluster", "*"}}})}}}}}};
+  if (global) {
+    p["metadata"]["labels"] = {{"loadbalancer.harvesterhci.io/global-ip-pool", "true"}};
+    p["spec"].erase("selector");
+  }
+  return p;
+}
+
+Object Lb(const std::string& ns, const std::string& network, const std::string& pool = "") {
+  Object lb = {{"metadata",
+                {{"name", "lb"},
+                 {"namespace", ns},
+                 {"annotations", {{"loadbalancer.harvesterhci.io/network", network}}}}},
+               {"spec", {{"ipam", "pool"}}}};
+  if (!pool.empty()) lb["spec"]["ipPool"] = pool;
+  return lb;
+}
+
+TEST(SelectPool, ExplicitPoolWins) {
+  std::vector<Object> pools = {Pool("a", 10, "", "*"), Pool("b", 1, "", "*")};
+  EXPECT_EQ(SelectPool(Lb("default", "", "b"), pools), "b");
+  EXPECT_FALSE(SelectPool(Lb("default", "", "missing"), pools));
+}
+
+TEST(SelectPool, HighestPriorityMatchingSelector) {
+  std::vector<Object> pools = {Pool("low", 1, "", "*"), Pool("high", 10, "", "*"),
+                               Pool("other-net", 50, "default/vlan9", "*"),
+                               Pool("other-ns", 60, "", "prod")};
+  EXPECT_EQ(SelectPool(Lb("default", "default/vlan1"), pools), "high");
+  EXPECT_EQ(SelectPool(Lb("default", "default/vlan9"), pools), "other-net");
+  EXPECT_EQ(SelectPool(Lb("prod", ""), pools), "other-ns");
+}
+
+TEST(SelectPool, FallsBackToTheGlobalPool) {
+  std::vector<Object> pools = {Pool("scoped", 1, "", "prod"), Pool("global", 0, "", "", true)};
+  EXPECT_EQ(SelectPool(Lb("default", ""), pools), "global");
+  EXPECT_FALSE(SelectPool(Lb("default", ""), {Pool("scoped", 1, "", "prod")}));
+}
+
+TEST(LbOwner, IsNamespaceSlashName) {
+  EXPECT_EQ(LbOwner(Lb("ns1", "")), "ns1/lb");
+  EXPECT_TRUE(LbUsesPool(Lb("ns1", "")));
+  Object dhcp = Lb("ns1", "");
+  dhcp["spec"]["ipam"] = "dhcp";
+  EXPECT_FALSE(LbUsesPool(dhcp));
+}
+
+TEST(BackendServers, MatchesRunningVmisBySelector) {
+  Object lb = Lb("default", "");
+  lb["spec"]["backendServerSelector"] = {{"harvesterhci.io/vmName", {"cp-0", "cp-1"}}};
+  auto vmi = [](const std::string& ns, const std::string& name, const std::string& ip,
+                const std::string& phase) {
+    return Object{{"metadata", {{"namespace", ns}, {"labels", {{"harvesterhci.io/vmName", name}}}}},
+                  {"status",
+                   {{"phase", phase},
+                    {"interfaces", Object::array({{{"name", "nic-1"}, {"ipAddress", ip}}})}}}};
+  };
+  std::vector<Object> vmis = {
+      vmi("default", "cp-1", "10.0.0.2", "Running"), vmi("default", "cp-0", "10.0.0.1", "Running"),
+      vmi("default", "cp-2", "10.0.0.3", "Running"), vmi("other", "cp-0", "10.0.0.4", "Running"),
+      vmi("default", "cp-0", "10.0.0.5", "Failed")};
+  EXPECT_EQ(BackendServers(lb, vmis), (std::vector<std::string>{"10.0.0.1", "10.0.0.2"}));
+}
+
+TEST(LbStatus, PoolAndDhcpShapes) {
+  PoolRange r{"192.168.100.0/24", 24, 0, 0, *ParseIpv4("192.168.100.1")};
+  auto s = LbPoolStatus("capi-pool", r, "192.168.100.50", {"10.0.0.1"});
+  EXPECT_EQ(s["address"], "192.168.100.50");
+  EXPECT_EQ(s["allocatedAddress"]["ipPool"], "capi-pool");
+  EXPECT_EQ(s["allocatedAddress"]["mask"], "255.255.255.0");
+  EXPECT_EQ(s["allocatedAddress"]["gateway"], "192.168.100.1");
+  EXPECT_EQ(s["conditions"][0]["status"], "True");
+  EXPECT_EQ(s["backendServers"][0], "10.0.0.1");
+  auto d = LbDhcpStatus("10.0.20.10", {});
+  EXPECT_EQ(d["allocatedAddress"]["ip"], "0.0.0.0");
+  EXPECT_EQ(d["address"], "10.0.20.10");
+  EXPECT_FALSE(d.contains("backendServers"));
+  EXPECT_EQ(LbErrorStatus("x")["conditions"][0]["status"], "False");
+}
+
+}  // namespace
+}  // namespace caphv::sim
