@@ -48,7 +48,7 @@ tb_start caphv-manager "$BUILD/cmd/caphv-manager/caphv-manager" \
   --health-probe-bind-address "127.0.0.1:$PROBE_PORT" --leader-elect \
   --leader-election-namespace default
 deadline=$(($(date +%s) + 60))
-until curl -fsS -o /dev/null "http://127.0.0.1:$PROBE_PORT/readyz"; do
+until curl -fs -o /dev/null "http://127.0.0.1:$PROBE_PORT/readyz"; do
   [ "$(date +%s)" -lt "$deadline" ] || { tail -20 "$DIR/logs/caphv-manager.log"; exit 1; }
   sleep 0.5
 done

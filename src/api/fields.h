@@ -183,7 +183,7 @@ template <typename T>
 bool IsEmptyValue(const T& value) {
   if constexpr (HasCustomCodec<T>) {
     return CustomCodec<T>::Empty(value);
-  } else if constexpr (std::is_same_v<T, std::string>) {
+  } else if constexpr (std::is_same_v<T, std::string>) {  // NOLINT(bugprone-branch-clone): per type
     return value.empty();
   } else if constexpr (std::is_same_v<T, bool>) {
     return !value;

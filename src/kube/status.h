@@ -135,7 +135,9 @@ class [[nodiscard]] StatusOr {
 // `lhs` = value of the StatusOr `expr`, or return its status.
 #define CAPHV_ASSIGN_OR_RETURN(lhs, expr) \
   CAPHV_ASSIGN_OR_RETURN_IMPL(CAPHV_STATUS_CONCAT(caphv_statusor_, __LINE__), lhs, expr)
+// NOLINTBEGIN(bugprone-macro-parentheses): `lhs` may be a declaration.
 #define CAPHV_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
   auto tmp = (expr);                                \
   if (!tmp.ok()) return tmp.status();               \
   lhs = std::move(tmp).value()
+// NOLINTEND(bugprone-macro-parentheses)

@@ -108,7 +108,7 @@ std::optional<ObjectRef> ParseObjectRef(std::string_view s, bool strict_name, st
     std::string_view ns = s.substr(0, slash);
     name = s.substr(slash + 1);
     if (name.find('/') != std::string_view::npos) {
-      return fail("must be <name> or <namespace>/<name>");
+      return fail("has more than one '/'");
     }
     if (!IsDns1123Label(ns)) return fail("namespace part must be a lowercase RFC 1123 label");
     ref.namespace_ = std::string(ns);
