@@ -125,7 +125,8 @@ kube::StatusOr<std::string> PoolReserve(const std::vector<PoolRange>& ranges, Po
   for (const auto& [ip, who] : status.allocated) {
     if (who == owner) return ip;
   }
-  auto take = [&](const std::string& ip) {
+  // By value: `ip` may be a key of `status.history`, which take() erases.
+  auto take = [&](std::string ip) {
     status.allocated[ip] = owner;
     status.history.erase(ip);
     status.last_allocated = ip;
