@@ -161,7 +161,6 @@ StatusOr<ObjectList> Client::ListAll(const GroupVersionResource& gvr, std::strin
   ObjectList all;
   options.limit = page_size;
   options.continue_token.clear();
-  const std::string first_rv = options.resource_version;
   while (true) {
     auto page = List(gvr, ns, options);
     if (!page.ok()) {
@@ -183,7 +182,6 @@ StatusOr<ObjectList> Client::ListAll(const GroupVersionResource& gvr, std::strin
     options.resource_version.clear();
     options.resource_version_match.clear();
   }
-  (void)first_rv;
   return all;
 }
 

@@ -160,7 +160,6 @@ StatusOr<TransportResponse> Transport::Do(std::string_view method,
   auto* h = static_cast<CURL*>(Acquire());
   if (h == nullptr) return Status(StatusCode::kInternal, "curl_easy_init failed");
   void* headers = nullptr;
-  // CUSTOMREQUEST keeps a pointer to the method string: keep it alive.
   std::string m(method);
   Status prep = Prepare(h, m, path_and_query, body, content_type, &headers);
   if (!prep.ok()) {
