@@ -12,6 +12,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "controllers/setup.h"
 #include "kube/client.h"
 #include "kube/config.h"
 #include "kube/log.h"
@@ -95,9 +96,19 @@ int Main(int argc, char** argv) {
     return 1;
   }
 
-  caphv::manager::Manager manager(std::move(options), *client);
-  // Leader-only runnables (the HarvesterCluster and HarvesterMachine
-  // reconcilers) are added here with manager.AddLeaderRunnable(...).
+  caphv::controllers::ControllerOptions controller_options;
+  controller_options.watch_namespace = options.watch_namespace;
+  controller_options.watch_filter = options.watch_filter;
+  controller_options.concurrency = options.concurrency;
+  controller_options.sync_period = options.sync_period;
+  std::shared_ptr<caphv::kube::Client> mgmt = *client;
+
+  caphv::manager::Manager manager(std::move(options), mgmt);
+  // The HarvesterCluster and HarvesterMachine controllers run while this
+  // process leads.
+  manager.AddLeaderRunnable("controllers", [mgmt, controller_options](std::stop_token s) {
+    return caphv::controllers::RunControllers(mgmt, controller_options, s);
+  });
   return manager.Run(stop);
 }
 

@@ -4,6 +4,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "api/yaml.h"
 #include "kube/base64.h"
 
 namespace caphv::harvester {
@@ -139,6 +140,107 @@ kube::StatusOr<std::string> CloudConfigFromTokenSecret(const Object& secret,
                         "by the token controller of kube-controller-manager)");
   }
   return BuildCloudConfigKubeconfig(*token, *ca, server, target_namespace);
+}
+
+namespace {
+
+// The documents of a YAML stream as exact substrings: the text between
+// separator lines ("---", optionally followed by blanks or a comment). The
+// newline before a separator belongs to the separator, so joining the
+// pieces with "\n---\n" gives the stream back.
+std::vector<std::string> SplitDocuments(const std::string& text) {
+  std::vector<std::string> docs;
+  size_t start = 0;  // start of the current document
+  size_t line = 0;   // start of the current line
+  while (line <= text.size()) {
+    size_t eol = text.find('\n', line);
+    if (eol == std::string::npos) eol = text.size();
+    std::string_view l(text.data() + line, eol - line);
+    bool separator = l.substr(0, 3) == "---";
+    if (separator) {
+      size_t rest = l.find_first_not_of(" \t\r", 3);
+      separator = l.size() == 3 || (l.find_first_of(" \t\r", 3) == 3 &&
+                                    (rest == std::string_view::npos || l[rest] == '#'));
+    }
+    if (separator) {
+      docs.push_back(line > start ? text.substr(start, line - 1 - start) : std::string());
+      start = eol + 1;
+    }
+    line = eol + 1;
+  }
+  docs.push_back(start < text.size() ? text.substr(start) : std::string());
+  return docs;
+}
+
+bool IsBlank(std::string_view text) {
+  return text.find_first_not_of(" \t\r\n") == std::string_view::npos;
+}
+
+bool IsTargetSecret(const Object& doc, const std::string& name) {
+  if (!doc.is_object() || doc.value("kind", Object()) != "Secret") return false;
+  auto meta = doc.find("metadata");
+  if (meta == doc.end() || !meta->is_object() || meta->value("name", Object()) != name) {
+    return false;
+  }
+  Object ns = meta->value("namespace", Object());
+  return ns.is_null() || ns == "" || ns == "kube-system";
+}
+
+std::string WithoutTrailingNewline(std::string text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  return text;
+}
+
+}  // namespace
+
+kube::StatusOr<std::string> InjectCloudConfig(const std::string& manifests,
+                                              const std::string& secret_name,
+                                              const std::string& secret_key,
+                                              const std::string& cloud_config) {
+  const std::string encoded = kube::Base64Encode(cloud_config);
+  std::vector<std::string> docs;
+  bool found = false;
+  int index = 0;
+  for (std::string& text : SplitDocuments(manifests)) {
+    if (IsBlank(text)) continue;
+    ++index;
+    auto parsed = api::ParseYaml(text);
+    if (!parsed.ok()) {
+      return Invalid("manifests document " + std::to_string(index) +
+                     " is not valid YAML: " + parsed.status().message());
+    }
+    if (parsed->size() != 1 || !IsTargetSecret(parsed->front(), secret_name)) {
+      docs.push_back(std::move(text));
+      continue;
+    }
+    found = true;
+    Object secret = std::move(parsed->front());
+    if (!secret.contains("data") || !secret["data"].is_object()) secret["data"] = Object::object();
+    secret["data"][secret_key] = encoded;
+    if (secret.contains("stringData") && secret["stringData"].is_object()) {
+      secret["stringData"].erase(secret_key);
+      if (secret["stringData"].empty()) secret.erase("stringData");
+    }
+    docs.push_back(WithoutTrailingNewline(api::ToYaml(secret)));
+  }
+  if (!found) {
+    Object secret = {{"apiVersion", "v1"},
+                     {"kind", "Secret"},
+                     {"metadata", {{"name", secret_name}, {"namespace", "kube-system"}}},
+                     {"type", "Opaque"},
+                     {"data", {{secret_key, encoded}}}};
+    // No blank line before the separator, unless the trailing newlines are
+    // content (a block scalar with keep chomping).
+    if (!docs.empty() && docs.back().find("|+") == std::string::npos &&
+        docs.back().find(">+") == std::string::npos) {
+      docs.back() = WithoutTrailingNewline(docs.back());
+    }
+    docs.push_back(WithoutTrailingNewline(api::ToYaml(secret)));
+  }
+  std::string out;
+  for (size_t i = 0; i < docs.size(); ++i) out += (i ? "\n---\n" : "") + docs[i];
+  if (out.back() != '\n' && (IsBlank(manifests) || manifests.back() == '\n')) out += '\n';
+  return out;
 }
 
 }  // namespace caphv::harvester

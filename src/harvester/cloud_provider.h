@@ -66,4 +66,22 @@ kube::StatusOr<std::string> CloudConfigFromTokenSecret(const kube::Object& secre
                                                        const std::string& server,
                                                        const std::string& target_namespace);
 
+// Sets the cloud-config into a multi-document YAML of manifests (the value
+// of a ClusterResourceSet ConfigMap). Documents are separated by lines
+// "---"; blank documents are dropped. In every document with `kind: Secret`,
+// `metadata.name: <secret_name>` and `metadata.namespace: kube-system`
+// (absent or empty counts as a match too): data[<secret_key>] =
+// base64(cloud_config), stringData[<secret_key>] removed (stringData
+// dropped when it becomes empty); that document is re-emitted (key order
+// sorted, comments lost). When none matches, a Secret (apiVersion v1,
+// namespace kube-system, type Opaque) is appended. Every other document is
+// kept byte-for-byte. Documents are joined with "\n---\n"; the result ends
+// with a newline when the input did (or was blank). Idempotent:
+// injecting twice gives the same text. kInvalidArgument, naming the
+// document, when a document is not valid YAML.
+kube::StatusOr<std::string> InjectCloudConfig(const std::string& manifests,
+                                              const std::string& secret_name,
+                                              const std::string& secret_key,
+                                              const std::string& cloud_config);
+
 }  // namespace caphv::harvester

@@ -298,4 +298,50 @@ std::optional<kube::Object> ReleasePatch(const IpPool& pool, const std::string& 
                         {"available", Available(pool, allocated)}}}};
 }
 
+kube::StatusOr<kube::Object> BuildIpPool(const std::string& name, const api::IPPoolSpec& spec,
+                                         const std::map<std::string, std::string>& labels,
+                                         const std::string& description) {
+  if (name.empty()) return Invalid("ipPool: the IPPool name is empty");
+  auto subnet = ParseCidr(spec.subnet);
+  if (!subnet) {
+    return Invalid("ipPool.subnet: \"" + spec.subnet +
+                   "\" is not an IPv4 CIDR (for example 192.168.100.0/24)");
+  }
+  // Each address must be IPv4 and inside the subnet; `required` fields may
+  // not be empty, optional ones are left out of the range when empty.
+  auto check_address = [&](const char* field, const std::string& text,
+                           bool required) -> kube::Status {
+    if (text.empty() && !required) return kube::Status();
+    auto ip = ParseIpv4(text);
+    if (!ip) {
+      return Invalid(std::string("ipPool.") + field + ": \"" + text + "\" is not an IPv4 address");
+    }
+    if (!Contains(*subnet, *ip)) {
+      return Invalid(std::string("ipPool.") + field + ": " + text + " is outside subnet " +
+                     spec.subnet);
+    }
+    return kube::Status();
+  };
+  CAPHV_RETURN_IF_ERROR(check_address("gateway", spec.gateway, true));
+  CAPHV_RETURN_IF_ERROR(check_address("rangeStart", spec.range_start, false));
+  CAPHV_RETURN_IF_ERROR(check_address("rangeEnd", spec.range_end, false));
+
+  kube::Object range = {{"subnet", spec.subnet}, {"gateway", spec.gateway}};
+  if (!spec.range_start.empty()) range["rangeStart"] = spec.range_start;
+  if (!spec.range_end.empty()) range["rangeEnd"] = spec.range_end;
+  kube::Object selector = {
+      {"scope",
+       kube::Object::array({{{"project", "*"}, {"namespace", "*"}, {"guestCluster", "*"}}})}};
+  if (!spec.vm_network.empty()) selector["network"] = spec.vm_network;
+  kube::Object metadata = {{"name", name}};
+  if (!labels.empty()) metadata["labels"] = labels;
+  return kube::Object{{"apiVersion", "loadbalancer.harvesterhci.io/v1beta1"},
+                      {"kind", "IPPool"},
+                      {"metadata", metadata},
+                      {"spec",
+                       {{"description", description},
+                        {"ranges", kube::Object::array({range})},
+                        {"selector", selector}}}};
+}
+
 }  // namespace caphv::harvester

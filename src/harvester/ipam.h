@@ -112,4 +112,19 @@ std::optional<kube::Object> ReleasePatch(const IpPool& pool, const std::string& 
 // The addresses `owner_id` holds in `pool`, sorted.
 std::vector<std::string> AddressesOf(const IpPool& pool, std::string_view owner_id);
 
+// The IPPool (loadbalancer.harvesterhci.io/v1beta1, cluster-scoped) CAPHV
+// creates from an inline api::IPPoolSpec: metadata.name = `name`,
+// metadata.labels = `labels` (omitted when empty), spec.description =
+// `description`, one range {subnet, gateway, rangeStart, rangeEnd} (range
+// bounds omitted when empty, so Harvester's defaults apply),
+// spec.selector.network = vm_network (omitted when empty: any network) and
+// scope [{project: "*", namespace: "*", guestCluster: "*"}]. No status:
+// Harvester's controller fills it. The result reads back through ParseIpPool.
+// kInvalidArgument, the message naming the field ("ipPool.subnet: ..."), when
+// the name is empty, the subnet is not an IPv4 CIDR, or the gateway or a
+// range bound is not an IPv4 address of the subnet (the gateway is required).
+kube::StatusOr<kube::Object> BuildIpPool(const std::string& name, const api::IPPoolSpec& spec,
+                                         const std::map<std::string, std::string>& labels,
+                                         const std::string& description);
+
 }  // namespace caphv::harvester

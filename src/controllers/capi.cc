@@ -1,0 +1,137 @@
+// File: controllers/capi.cc
+
+#include "controllers/capi.h"
+
+#include <algorithm>
+
+#include "api/conditions.h"
+#include "harvester/naming.h"
+
+namespace caphv::controllers {
+
+std::string Str(const kube::Object& o, std::initializer_list<std::string_view> path) {
+  const kube::Object* cur = &o;
+  for (std::string_view p : path) {
+    if (!cur->is_object()) return {};
+    auto it = cur->find(std::string(p));
+    if (it == cur->end()) return {};
+    cur = &*it;
+  }
+  return cur->is_string() ? cur->get<std::string>() : std::string();
+}
+
+std::string CapiOwnerName(const kube::Object& o, std::string_view kind) {
+  auto meta = o.find("metadata");
+  if (meta == o.end()) return {};
+  auto refs = meta->find("ownerReferences");
+  if (refs == meta->end() || !refs->is_array()) return {};
+  for (const auto& r : *refs) {
+    const std::string api_version = r.value("apiVersion", "");
+    if (r.value("kind", "") != kind) continue;
+    if (api_version.rfind(std::string(kCapiGroup) + "/", 0) != 0) continue;
+    return r.value("name", "");
+  }
+  return {};
+}
+
+bool IsPaused(const kube::Object* cluster, const kube::Object& o) {
+  auto annotated = [](const kube::Object& x) {
+    auto meta = x.find("metadata");
+    if (meta == x.end()) return false;
+    auto ann = meta->find("annotations");
+    return ann != meta->end() && ann->is_object() && ann->contains(std::string(kPausedAnnotation));
+  };
+  if (annotated(o)) return true;
+  if (cluster == nullptr) return false;
+  auto spec = cluster->find("spec");
+  if (spec != cluster->end() && spec->value("paused", false)) return true;
+  return false;
+}
+
+bool IsDeleting(const kube::Object& o) {
+  return !Str(o, {"metadata", "deletionTimestamp"}).empty();
+}
+
+namespace {
+std::vector<std::string> Finalizers(const kube::Object& o) {
+  std::vector<std::string> out;
+  auto meta = o.find("metadata");
+  if (meta == o.end()) return out;
+  auto f = meta->find("finalizers");
+  if (f == meta->end() || !f->is_array()) return out;
+  for (const auto& s : *f) {
+    if (s.is_string()) out.push_back(s.get<std::string>());
+  }
+  return out;
+}
+
+kube::Object FinalizerPatch(const kube::Object& o, const std::vector<std::string>& finalizers) {
+  return {
+      {"metadata", {{"finalizers", finalizers}, {"resourceVersion", kube::ResourceVersionOf(o)}}}};
+}
+}  // namespace
+
+bool HasFinalizer(const kube::Object& o, std::string_view finalizer) {
+  auto f = Finalizers(o);
+  return std::find(f.begin(), f.end(), finalizer) != f.end();
+}
+
+std::optional<kube::Object> AddFinalizerPatch(const kube::Object& o, std::string_view finalizer,
+                                              std::string_view legacy) {
+  auto f = Finalizers(o);
+  const bool has = std::find(f.begin(), f.end(), finalizer) != f.end();
+  const bool has_legacy = std::find(f.begin(), f.end(), legacy) != f.end();
+  if (has && !has_legacy) return std::nullopt;
+  std::erase(f, std::string(legacy));
+  if (!has) f.emplace_back(finalizer);
+  return FinalizerPatch(o, f);
+}
+
+std::optional<kube::Object> RemoveFinalizerPatch(const kube::Object& o, std::string_view finalizer,
+                                                 std::string_view legacy) {
+  auto f = Finalizers(o);
+  const size_t before = f.size();
+  std::erase(f, std::string(finalizer));
+  std::erase(f, std::string(legacy));
+  if (f.size() == before) return std::nullopt;
+  return FinalizerPatch(o, f);
+}
+
+bool ClusterInfrastructureReady(const kube::Object& cluster) {
+  auto status = cluster.find("status");
+  if (status == cluster.end() || !status->is_object()) return false;
+  if (status->value("infrastructureReady", false)) return true;
+  auto init = status->find("initialization");
+  return init != status->end() && init->is_object() &&
+         init->value("infrastructureProvisioned", false);
+}
+
+std::string BootstrapDataSecretName(const kube::Object& machine) {
+  return Str(machine, {"spec", "bootstrap", "dataSecretName"});
+}
+
+bool MarkCondition(std::vector<api::Condition>& conditions, std::string_view type, bool status,
+                   std::string_view reason, std::string message, int64_t generation) {
+  const api::Condition* old = api::FindCondition(conditions, type);
+  const std::string status_text(status ? api::kConditionTrue : api::kConditionFalse);
+  const bool transition = old == nullptr || old->status != status_text || old->reason != reason;
+  api::Condition c;
+  c.type = std::string(type);
+  c.status = status_text;
+  c.reason = std::string(reason);
+  c.message = std::move(message);
+  c.observed_generation = generation;
+  api::SetCondition(conditions, std::move(c), api::NowRfc3339());
+  return transition;
+}
+
+}  // namespace caphv::controllers
+
+namespace caphv::controllers {
+std::string LbPoolName(const std::string& hc_namespace, const std::string& hc_name) {
+  return harvester::Rfc1035Name({hc_namespace, hc_name, "lb-ippool"});
+}
+std::string VmPoolName(const std::string& hc_namespace, const std::string& hc_name) {
+  return harvester::Rfc1035Name({hc_namespace, hc_name, "vm-ippool"});
+}
+}  // namespace caphv::controllers

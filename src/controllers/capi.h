@@ -1,0 +1,75 @@
+// File: controllers/capi.h
+//
+// Small readers and patch builders over Cluster API objects and CAPHV's own
+// objects, shared by the two reconcilers: owner lookup, pause, deletion,
+// finalizers (with migration of the Go provider's legacy names), the
+// Cluster's infrastructure readiness, the Machine's bootstrap data, and
+// condition updates that say whether an event is worth emitting.
+//
+// Thread safety: pure functions.
+
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "api/common.h"
+#include "kube/client.h"
+
+namespace caphv::controllers {
+
+inline constexpr std::string_view kClusterFinalizer =
+    "harvester.infrastructure.cluster.x-k8s.io/finalizer";
+inline constexpr std::string_view kLegacyClusterFinalizer =
+    "harvester.infrastructure.cluster.x-k8s.io";
+inline constexpr std::string_view kMachineFinalizer =
+    "harvestermachine.infrastructure.cluster.x-k8s.io/finalizer";
+inline constexpr std::string_view kLegacyMachineFinalizer =
+    "harvestermachine.infrastructure.cluster.x-k8s.io";
+inline constexpr std::string_view kPausedAnnotation = "cluster.x-k8s.io/paused";
+inline constexpr std::string_view kControlPlaneLabel = "cluster.x-k8s.io/control-plane";
+inline constexpr std::string_view kClusterNameLabel = "cluster.x-k8s.io/cluster-name";
+inline constexpr std::string_view kCapiGroup = "cluster.x-k8s.io";
+
+// Name of the ownerReference of `kind` in group cluster.x-k8s.io; "" if none.
+std::string CapiOwnerName(const kube::Object& o, std::string_view kind);
+
+// Cluster.spec.paused, or the paused annotation on `o` (or on the Cluster).
+bool IsPaused(const kube::Object* cluster, const kube::Object& o);
+
+bool IsDeleting(const kube::Object& o);
+bool HasFinalizer(const kube::Object& o, std::string_view finalizer);
+
+// Merge patch adding `finalizer` (and dropping `legacy`), guarded by the
+// object's resourceVersion; nullopt when nothing is to change.
+std::optional<kube::Object> AddFinalizerPatch(const kube::Object& o, std::string_view finalizer,
+                                              std::string_view legacy);
+// Merge patch removing `finalizer` and `legacy`; nullopt when neither is set.
+std::optional<kube::Object> RemoveFinalizerPatch(const kube::Object& o, std::string_view finalizer,
+                                                 std::string_view legacy);
+
+// Cluster status.infrastructureReady (v1beta1) or
+// status.initialization.infrastructureProvisioned (v1beta2).
+bool ClusterInfrastructureReady(const kube::Object& cluster);
+
+// Machine spec.bootstrap.dataSecretName ("" while the bootstrap provider works).
+std::string BootstrapDataSecretName(const kube::Object& machine);
+
+// Sets condition `type` with SetCondition semantics. Returns true when the
+// status or the reason changed (a transition worth an event).
+bool MarkCondition(std::vector<api::Condition>& conditions, std::string_view type, bool status,
+                   std::string_view reason, std::string message, int64_t generation);
+
+// Reads a string at a JSON path; "" when absent or not a string.
+std::string Str(const kube::Object& o, std::initializer_list<std::string_view> path);
+
+}  // namespace caphv::controllers
+
+namespace caphv::controllers {
+// Names of the IPPools CAPHV creates from a HarvesterCluster's inline pools
+// (the Go provider's names).
+std::string LbPoolName(const std::string& hc_namespace, const std::string& hc_name);
+std::string VmPoolName(const std::string& hc_namespace, const std::string& hc_name);
+}  // namespace caphv::controllers

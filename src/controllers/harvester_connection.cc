@@ -1,0 +1,248 @@
+// File: controllers/harvester_connection.cc
+
+#include "controllers/harvester_connection.h"
+
+#include <chrono>
+
+#include "controllers/capi.h"
+#include "harvester/naming.h"
+#include "harvester/resources.h"
+#include "kube/base64.h"
+#include "kube/config.h"
+#include "kube/log.h"
+
+namespace caphv::controllers {
+
+namespace {
+
+std::string ManagedSelector() {
+  return std::string(harvester::kLabelManagedBy) + "=" + std::string(harvester::kManagedByValue);
+}
+
+// The owner request named by the owner annotation, if any.
+std::optional<kube::Request> OwnerOf(const kube::Object& o) {
+  auto meta = o.find("metadata");
+  if (meta == o.end()) return std::nullopt;
+  auto ann = meta->find("annotations");
+  if (ann == meta->end() || !ann->is_object()) return std::nullopt;
+  auto it = ann->find(std::string(harvester::kAnnotationOwner));
+  if (it == ann->end() || !it->is_string()) return std::nullopt;
+  kube::Request r = kube::Request::FromKey(it->get<std::string>());
+  if (r.ns.empty() || r.name.empty()) return std::nullopt;
+  return r;
+}
+
+kube::EventHandler MapHandler(std::function<void(const kube::Object&)> f) {
+  kube::EventHandler h;
+  h.on_add = [f](const kube::ObjectPtr& o, bool) { f(*o); };
+  h.on_update = [f](const kube::ObjectPtr&, const kube::ObjectPtr& o) { f(*o); };
+  h.on_delete = [f](const kube::DeletedObject& d) {
+    if (d.object) f(*d.object);
+  };
+  return h;
+}
+
+}  // namespace
+
+Connection::Connection(std::shared_ptr<kube::Client> client, std::string kubeconfig,
+                       const ConnectionCallbacks& callbacks)
+    : client_(std::move(client)), kubeconfig_(std::move(kubeconfig)), callbacks_(callbacks) {
+  auto make = [this](const kube::GroupVersionResource& gvr, std::string label,
+                     std::string field = {}) {
+    kube::InformerOptions o;
+    o.gvr = gvr;
+    o.label_selector = std::move(label);
+    o.field_selector = std::move(field);
+    return std::make_shared<kube::Informer>(client_, std::move(o));
+  };
+  vms_ = make(harvester::kVirtualMachines, ManagedSelector());
+  vmis_ = make(harvester::kVirtualMachineInstances, ManagedSelector());
+  lbs_ = make(harvester::kLoadBalancers, ManagedSelector());
+  secrets_ = make(kube::resources::kSecrets, ManagedSelector(),
+                  "type=kubernetes.io/service-account-token");
+  pools_ = make(harvester::kIPPools, "");
+
+  auto machine = [this](const kube::Object& o) {
+    if (auto r = OwnerOf(o); r && callbacks_.machine_event) callbacks_.machine_event(*r);
+  };
+  auto cluster = [this](const kube::Object& o) {
+    if (auto r = OwnerOf(o); r && callbacks_.cluster_event) callbacks_.cluster_event(*r);
+  };
+  vms_->AddEventHandler(MapHandler(machine));
+  // A VMI carries its VM's template labels, not its annotations: map it
+  // through the VM of the same name.
+  vmis_->AddEventHandler(MapHandler([this, machine](const kube::Object& vmi) {
+    if (auto vm = vms_->store().Get(kube::NamespaceOf(vmi), kube::NameOf(vmi))) machine(*vm);
+  }));
+  lbs_->AddEventHandler(MapHandler(cluster));
+  secrets_->AddEventHandler(MapHandler(cluster));
+  pools_->AddEventHandler(MapHandler([this](const kube::Object&) { WakePoolWaiters(); }));
+}
+
+Connection::~Connection() {
+  for (auto* i : {&vms_, &vmis_, &lbs_, &secrets_, &pools_}) (*i)->Stop();
+}
+
+kube::Status Connection::Start(std::stop_token stop) {
+  for (auto* i : {&vms_, &vmis_, &lbs_, &secrets_, &pools_}) (*i)->Start();
+  for (auto* i : {&vms_, &vmis_, &lbs_, &secrets_, &pools_}) {
+    if (!(*i)->WaitForSync(std::chrono::seconds(30), stop)) {
+      return {kube::StatusCode::kUnavailable,
+              "the watch on Harvester " + (*i)->options().gvr.resource + " did not sync in 30s"};
+    }
+  }
+  return kube::Status::Ok();
+}
+
+kube::Status Connection::EnsureNamespace(const std::string& name) {
+  {
+    std::lock_guard lock(mu_);
+    if (namespaces_.contains(name)) return kube::Status::Ok();
+  }
+  auto got = client_->Get(kube::resources::kNamespaces, "", name);
+  if (!got.ok() && got.status().IsNotFound()) {
+    kube::Object ns = {
+        {"apiVersion", "v1"},
+        {"kind", "Namespace"},
+        {"metadata", {{"name", name}, {"labels", {{"app.kubernetes.io/created-by", "caphv"}}}}}};
+    auto created = client_->Create(kube::resources::kNamespaces, "", ns);
+    if (!created.ok() && !created.status().IsAlreadyExists()) return created.status();
+  } else if (!got.ok()) {
+    return got.status();
+  } else if (!Str(*got, {"metadata", "deletionTimestamp"}).empty()) {
+    return {kube::StatusCode::kConflict, "Harvester namespace " + name + " is being deleted"};
+  }
+  std::lock_guard lock(mu_);
+  namespaces_.insert(name);
+  return kube::Status::Ok();
+}
+
+void Connection::ForgetNamespace(const std::string& name) {
+  std::lock_guard lock(mu_);
+  namespaces_.erase(name);
+}
+
+void Connection::WaitForPool(const kube::Request& machine) {
+  std::lock_guard lock(mu_);
+  pool_waiters_.insert(machine.Key());
+}
+
+void Connection::WakePoolWaiters() {
+  std::set<std::string> waiters;
+  {
+    std::lock_guard lock(mu_);
+    waiters.swap(pool_waiters_);
+  }
+  if (!callbacks_.machine_event) return;
+  for (const auto& key : waiters) callbacks_.machine_event(kube::Request::FromKey(key));
+}
+
+std::shared_ptr<kube::Client> ConnectHarvester(const std::string& kubeconfig,
+                                               ConnectionError* error) {
+  auto config = kube::LoadKubeconfigString(kubeconfig, "/nonexistent");
+  if (!config.ok()) {
+    *error = {"MalformedIdentitySecret",
+              {kube::StatusCode::kInvalidArgument,
+               "the kubeconfig is not usable: " + config.status().message()}};
+    return nullptr;
+  }
+  config->user_agent = "caphv-manager";
+  auto client = kube::Client::New(std::move(config).value());
+  if (!client.ok()) {
+    *error = {"MalformedIdentitySecret", client.status()};
+    return nullptr;
+  }
+  auto dep = (*client)->Get(kube::resources::kDeployments, "harvester-system", "harvester");
+  if (!dep.ok()) {
+    const kube::Status& s = dep.status();
+    if (s.code() == kube::StatusCode::kUnauthorized || s.code() == kube::StatusCode::kForbidden) {
+      *error = {"HarvesterAuthenticationFailed",
+                {s.code(), "Harvester refused the identity's credentials: " + s.message()}};
+    } else if (s.IsNotFound()) {
+      *error = {
+          "NotHarvester",
+          {s.code(), (*client)->config().server + " is not a Harvester cluster (no Deployment "
+                                                  "harvester-system/harvester)"}};
+    } else {
+      *error = {"HarvesterConnectionFailed",
+                {s.code(),
+                 "cannot reach Harvester at " + (*client)->config().server + ": " + s.message()}};
+    }
+    return nullptr;
+  }
+  bool available = false;
+  if (auto st = dep->find("status"); st != dep->end() && st->contains("conditions")) {
+    for (const auto& c : (*st)["conditions"]) {
+      if (c.value("type", "") == "Available" && c.value("status", "") == "True") available = true;
+    }
+  }
+  if (!available) {
+    *error = {"HarvesterConnectionFailed",
+              {kube::StatusCode::kUnavailable,
+               "Harvester at " + (*client)->config().server +
+                   " is not available (Deployment harvester-system/harvester is not Available)"}};
+    return nullptr;
+  }
+  return *client;
+}
+
+ConnectionCache::ConnectionCache(std::shared_ptr<kube::Client> mgmt,
+                                 std::shared_ptr<kube::Informer> secrets,
+                                 ConnectionCallbacks callbacks)
+    : mgmt_(std::move(mgmt)), secrets_(std::move(secrets)), callbacks_(std::move(callbacks)) {}
+
+ConnectionCache::~ConnectionCache() { Stop(); }
+
+void ConnectionCache::Stop() {
+  std::map<std::string, Entry> entries;
+  {
+    std::lock_guard lock(mu_);
+    entries.swap(entries_);
+  }
+  entries.clear();  // stops informers outside the lock
+}
+
+std::shared_ptr<Connection> ConnectionCache::Get(const std::string& ns, const std::string& name,
+                                                 ConnectionError* error, std::stop_token stop) {
+  const std::string key = ns + "/" + name;
+  auto meta = secrets_->store().Get(ns, name);
+  std::lock_guard lock(mu_);
+  auto it = entries_.find(key);
+  if (meta && it != entries_.end() &&
+      it->second.resource_version == kube::ResourceVersionOf(*meta)) {
+    return it->second.connection;
+  }
+  auto secret = mgmt_->Get(kube::resources::kSecrets, ns, name);
+  if (!secret.ok()) {
+    *error = {"IdentitySecretUnavailable",
+              {secret.status().code(),
+               "cannot read the identity Secret " + key + ": " + secret.status().message()}};
+    return nullptr;
+  }
+  const std::string encoded = Str(*secret, {"data", "kubeconfig"});
+  auto kubeconfig = kube::Base64Decode(encoded);
+  if (encoded.empty() || !kubeconfig) {
+    *error = {"MalformedIdentitySecret",
+              {kube::StatusCode::kInvalidArgument,
+               "the identity Secret " + key + " has no key `kubeconfig`"}};
+    return nullptr;
+  }
+  if (it != entries_.end() && it->second.connection->kubeconfig() == *kubeconfig) {
+    it->second.resource_version = kube::ResourceVersionOf(*secret);
+    return it->second.connection;
+  }
+  auto client = ConnectHarvester(*kubeconfig, error);
+  if (!client) return nullptr;
+  auto conn = std::make_shared<Connection>(client, *kubeconfig, callbacks_);
+  if (auto s = conn->Start(stop); !s.ok()) {
+    *error = {"HarvesterConnectionFailed", s};
+    return nullptr;
+  }
+  kube::log::Root()
+      .WithName("harvester")
+      .Info("Connected to Harvester", {{"identity", key}, {"server", conn->server()}});
+  entries_[key] = Entry{kube::ResourceVersionOf(*secret), conn};
+  return conn;
+}
+
+}  // namespace caphv::controllers

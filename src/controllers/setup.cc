@@ -1,0 +1,162 @@
+// File: controllers/setup.cc
+
+#include "controllers/setup.h"
+
+#include <thread>
+
+#include "api/codec.h"
+#include "controllers/capi.h"
+#include "controllers/cluster_reconciler.h"
+#include "controllers/context.h"
+#include "controllers/machine_reconciler.h"
+#include "harvester/resources.h"
+#include "kube/controller.h"
+#include "kube/log.h"
+
+namespace caphv::controllers {
+
+namespace {
+
+using kube::Object;
+using kube::Request;
+
+constexpr char kIdentityIndex[] = "identitySecret";
+
+std::vector<Request> Keys(const std::vector<kube::ObjectPtr>& objects) {
+  std::vector<Request> out;
+  for (const auto& o : objects) out.push_back({kube::NamespaceOf(*o), kube::NameOf(*o)});
+  return out;
+}
+
+// The object named by spec.infrastructureRef when it is of `kind`.
+kube::MapFunc InfrastructureRefOf(std::string kind) {
+  return [kind](const Object& o) -> std::vector<Request> {
+    if (Str(o, {"spec", "infrastructureRef", "kind"}) != kind) return {};
+    const std::string name = Str(o, {"spec", "infrastructureRef", "name"});
+    if (name.empty()) return {};
+    return {{kube::NamespaceOf(o), name}};
+  };
+}
+
+}  // namespace
+
+kube::Status RunControllers(std::shared_ptr<kube::Client> mgmt, const ControllerOptions& options,
+                            std::stop_token stop) {
+  auto log = kube::log::Root().WithName("controllers");
+  auto kube_system = mgmt->Get(kube::resources::kNamespaces, "", "kube-system");
+  if (!kube_system.ok()) {
+    return {kube_system.status().code(),
+            "cannot read namespace kube-system (the management cluster id): " +
+                kube_system.status().message()};
+  }
+  Context ctx;
+  ctx.mgmt = mgmt;
+  ctx.management_cluster_id = kube::UidOf(*kube_system);
+
+  const std::string filter =
+      options.watch_filter.empty() ? "" : "cluster.x-k8s.io/watch-filter=" + options.watch_filter;
+  auto informer = [&](const kube::GroupVersionResource& gvr, bool filtered, bool resync) {
+    kube::InformerOptions o;
+    o.gvr = gvr;
+    o.ns = options.watch_namespace;
+    if (filtered) o.label_selector = filter;
+    if (resync) o.resync_period = options.sync_period;
+    return std::make_shared<kube::Informer>(mgmt, std::move(o));
+  };
+  ctx.harvester_clusters =
+      informer(api::ResourceOf(api::Kind::kHarvesterCluster), true, /*resync=*/true);
+  ctx.harvester_machines =
+      informer(api::ResourceOf(api::Kind::kHarvesterMachine), true, /*resync=*/true);
+  ctx.clusters = informer(harvester::kCapiClusters, true, false);
+  ctx.machines = informer(harvester::kCapiMachines, true, false);
+  {
+    kube::InformerOptions o;
+    o.gvr = kube::resources::kSecrets;
+    o.ns = options.watch_namespace;
+    // Only resourceVersions are needed: never keep Secret data in memory.
+    o.transform = [](Object& s) {
+      s.erase("data");
+      s.erase("stringData");
+    };
+    ctx.secrets = std::make_shared<kube::Informer>(mgmt, std::move(o));
+  }
+  if (auto st = ctx.harvester_clusters->AddIndexers(
+          {{kIdentityIndex,
+            [](const Object& hc) -> std::vector<std::string> {
+              const std::string ns = Str(hc, {"spec", "identitySecret", "namespace"});
+              const std::string name = Str(hc, {"spec", "identitySecret", "name"});
+              if (name.empty()) return {};
+              return {ns + "/" + name};
+            }}});
+      !st.ok()) {
+    return st;
+  }
+  kube::EventRecorderOptions ev;
+  ev.component = "caphv-controller-manager";
+  ctx.recorder = std::make_shared<kube::EventRecorder>(mgmt, ev);
+
+  HarvesterClusterReconciler cluster_reconciler(ctx);
+  HarvesterMachineReconciler machine_reconciler(ctx);
+  kube::Controller::Options co;
+  co.name = "harvestercluster";
+  co.max_concurrent_reconciles = std::max(1, options.concurrency / 2);
+  kube::Controller clusters(std::move(co),
+                            [&](const Request& r) { return cluster_reconciler.Reconcile(r); });
+  kube::Controller::Options mo;
+  mo.name = "harvestermachine";
+  mo.max_concurrent_reconciles = std::max(1, options.concurrency);
+  kube::Controller machines(std::move(mo),
+                            [&](const Request& r) { return machine_reconciler.Reconcile(r); });
+
+  ConnectionCallbacks callbacks;
+  callbacks.machine_event = [&machines](const Request& r) { machines.Enqueue(r); };
+  callbacks.cluster_event = [&clusters](const Request& r) { clusters.Enqueue(r); };
+  ctx.connections = std::make_shared<ConnectionCache>(mgmt, ctx.secrets, callbacks);
+
+  const std::string cluster_label(kClusterNameLabel);
+  auto labelled = [cluster_label](std::shared_ptr<kube::Informer> target, bool from_cluster) {
+    return [target, cluster_label, from_cluster](const Object& o) -> std::vector<Request> {
+      std::string cluster = from_cluster ? kube::NameOf(o) : std::string();
+      if (!from_cluster) {
+        if (auto meta = o.find("metadata"); meta != o.end() && meta->contains("labels")) {
+          cluster = (*meta)["labels"].value(cluster_label, "");
+        }
+      }
+      if (cluster.empty()) return {};
+      return Keys(target->store().ListByLabels(kube::NamespaceOf(o), {{cluster_label, cluster}}));
+    };
+  };
+
+  // HarvesterCluster watches.
+  clusters.For(ctx.harvester_clusters);
+  clusters.Watch(ctx.clusters, InfrastructureRefOf("HarvesterCluster"));
+  auto hcs = ctx.harvester_clusters;
+  clusters.Watch(ctx.secrets, [hcs](const Object& secret) {
+    auto found = hcs->store().ByIndex(kIdentityIndex, kube::KeyOf(secret));
+    return found.ok() ? Keys(*found) : std::vector<Request>{};
+  });
+  kube::Predicates deletions;
+  deletions.create = [](const Object&) { return false; };
+  deletions.update = [](const Object&, const Object&) { return false; };
+  clusters.Watch(ctx.harvester_machines, labelled(ctx.harvester_clusters, false), deletions);
+
+  // HarvesterMachine watches.
+  machines.For(ctx.harvester_machines);
+  machines.Watch(ctx.machines, InfrastructureRefOf("HarvesterMachine"));
+  machines.Watch(ctx.clusters, labelled(ctx.harvester_machines, true));
+  machines.Watch(ctx.harvester_clusters, labelled(ctx.harvester_machines, false));
+
+  log.Info("Starting controllers", {{"managementClusterId", ctx.management_cluster_id},
+                                    {"namespace", options.watch_namespace}});
+  kube::Status cluster_status, machine_status;
+  {
+    std::jthread a([&] { cluster_status = clusters.Run(stop); });
+    std::jthread b([&] { machine_status = machines.Run(stop); });
+  }
+  ctx.connections->Stop();
+  ctx.recorder->Shutdown(std::chrono::seconds(2));
+  if (stop.stop_requested()) return kube::Status::Ok();
+  return !cluster_status.ok() ? cluster_status : machine_status;
+}
+
+}  // namespace caphv::controllers

@@ -1,0 +1,35 @@
+// File: controllers/writes.cc
+
+#include "controllers/writes.h"
+
+namespace caphv::controllers {
+
+kube::Status ApplyStatus(kube::Client& client, const kube::GroupVersionResource& gvr,
+                         const kube::Object& object, const kube::Object& status) {
+  kube::Object body = {
+      {"apiVersion", object.value("apiVersion", "")},
+      {"kind", object.value("kind", "")},
+      {"metadata", {{"name", kube::NameOf(object)}, {"namespace", kube::NamespaceOf(object)}}},
+      {"status", status},
+  };
+  kube::ApplyOptions options;
+  options.subresource = "status";
+  auto out = client.Apply(gvr, kube::NamespaceOf(object), body, options);
+  return out.ok() ? kube::Status::Ok() : out.status();
+}
+
+kube::Status MergePatch(kube::Client& client, const kube::GroupVersionResource& gvr,
+                        const kube::Object& object, const kube::Object& patch) {
+  auto out = client.Patch(gvr, kube::NamespaceOf(object), kube::NameOf(object),
+                          kube::PatchType::kMerge, patch);
+  return out.ok() ? kube::Status::Ok() : out.status();
+}
+
+kube::Status DeleteIfExists(kube::Client& client, const kube::GroupVersionResource& gvr,
+                            std::string_view ns, std::string_view name) {
+  kube::Status s = client.Delete(gvr, ns, name);
+  if (s.IsNotFound()) return kube::Status::Ok();
+  return s;
+}
+
+}  // namespace caphv::controllers

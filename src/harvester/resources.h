@@ -1,0 +1,41 @@
+// File: harvester/resources.h
+//
+// The Harvester, KubeVirt and Cluster API resources CAPHV reads or writes,
+// as GroupVersionResources for kube::Client and informers.
+//
+// Thread safety: constants.
+
+#pragma once
+
+#include <string_view>
+
+#include "kube/resource.h"
+
+namespace caphv::harvester {
+
+inline const kube::GroupVersionResource kVirtualMachines{"kubevirt.io", "v1", "virtualmachines",
+                                                         true};
+inline const kube::GroupVersionResource kVirtualMachineInstances{"kubevirt.io", "v1",
+                                                                 "virtualmachineinstances", true};
+inline const kube::GroupVersionResource kVirtualMachineImages{"harvesterhci.io", "v1beta1",
+                                                              "virtualmachineimages", true};
+inline const kube::GroupVersionResource kKeyPairs{"harvesterhci.io", "v1beta1", "keypairs", true};
+inline const kube::GroupVersionResource kIPPools{"loadbalancer.harvesterhci.io", "v1beta1",
+                                                 "ippools", false};
+inline const kube::GroupVersionResource kLoadBalancers{"loadbalancer.harvesterhci.io", "v1beta1",
+                                                       "loadbalancers", true};
+
+// Cluster API core (the v1beta1 contract of CAPI v1.9/v1.10; served by later
+// releases too).
+inline const kube::GroupVersionResource kCapiClusters{"cluster.x-k8s.io", "v1beta1", "clusters",
+                                                      true};
+inline const kube::GroupVersionResource kCapiMachines{"cluster.x-k8s.io", "v1beta1", "machines",
+                                                      true};
+
+// Annotation CAPHV puts on the Harvester objects it creates, naming the
+// management-cluster object they belong to ("<namespace>/<name>"), so watch
+// events map back to it.
+inline constexpr std::string_view kAnnotationOwner =
+    "harvester.infrastructure.cluster.x-k8s.io/owner";
+
+}  // namespace caphv::harvester
