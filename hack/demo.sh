@@ -6,10 +6,13 @@
 #
 # It starts the test bed (etcd, three kube-apiservers: mgmt, harvester,
 # workload; Cluster API's core manager; the Harvester simulator), installs the
-# CAPHV CRDs and runs caphv-manager with its validating webhooks, applies a
-# cluster the way a user would, shows a bad manifest being refused, and shows
-# the simulated Harvester running a VM. Everything stays up for you to look
-# around until `hack/demo.sh down`.
+# CAPHV CRDs and runs caphv-manager with its validating webhooks, shows a bad
+# manifest being refused, then provisions a cluster the way a user would: one
+# control-plane Machine and a MachineDeployment of two workers become VMs on
+# the simulated Harvester, with addresses from an IP pool, and Nodes of the
+# workload cluster. A live table follows the Machines until all are Running
+# (at most CAPHV_DEMO_TIMEOUT seconds, default 300). Everything stays up for
+# you to look around until `hack/demo.sh down`.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 DIR=${CAPHV_DEMO_DIR:-${CAPHV_CACHE_DIR:-$HOME/.cache/caphv}/demo}
@@ -79,50 +82,93 @@ echo "log: $DIR/logs/caphv-manager.log"
 
 say "The simulated Harvester: images, key pairs, networks, IP pools"
 $HARV get virtualmachineimages,keypairs,network-attachment-definitions -A
+$HARV apply -f "$ROOT/hack/demo/ippool.yaml" >/dev/null
 $HARV get ippools.loadbalancer.harvesterhci.io
 
-say "Applying a cluster as a user would (Cluster, HarvesterCluster, HarvesterMachineTemplate)"
-$MGMT create namespace demo --dry-run=client -o yaml | $MGMT apply -f - >/dev/null
-$MGMT -n demo create secret generic hv-identity-secret --from-file=kubeconfig="$DIR/harvester.kubeconfig" \
-  --dry-run=client -o yaml | $MGMT apply -f - >/dev/null
-$MGMT apply -f "$ROOT/hack/demo/cluster.yaml"
-
 say "A bad HarvesterMachine is refused by the webhook, with the field paths"
+$MGMT create namespace demo --dry-run=client -o yaml | $MGMT apply -f - >/dev/null
 if $MGMT apply -f "$ROOT/hack/demo/bad-machine.yaml" 2>&1; then
   echo "demo: error: the bad manifest was accepted" >&2
   exit 1
 fi
 
-say "The simulator playing KubeVirt: a VirtualMachine with a static address"
-$HARV apply -f "$ROOT/hack/demo/vm.yaml"
-for _ in $(seq 1 60); do
-  phase=$($HARV -n default get vmi demo-vm-0 -o jsonpath='{.status.phase}' 2>/dev/null || true)
-  [ "$phase" = Running ] && break
-  sleep 1
+say "What other providers would provide: identity, workload kubeconfig, bootstrap data"
+# secret NAME TYPE [--from-literal/--from-file ...]: create or update a Secret in demo.
+secret() {
+  local name=$1 type=$2
+  shift 2
+  $MGMT -n demo create secret generic "$name" --type "$type" "$@" --dry-run=client -o yaml |
+    $MGMT apply -f - >/dev/null
+  echo "secret/$name ($type)"
+}
+# Access to Harvester, referenced by HarvesterCluster.spec.identitySecret.
+secret hv-identity-secret Opaque --from-file=kubeconfig="$DIR/harvester.kubeconfig"
+# What a control-plane provider writes: Cluster API reaches the workload cluster
+# (the bed's third apiserver, where the simulator registers a Node per VM) with it.
+secret demo-kubeconfig cluster.x-k8s.io/secret --from-file=value="$DIR/workload.kubeconfig"
+$MGMT -n demo label secret demo-kubeconfig cluster.x-k8s.io/cluster-name=demo --overwrite >/dev/null
+# What a bootstrap provider writes: the machines' cloud-config.
+for role in control-plane worker; do
+  secret "demo-bootstrap-$role" cluster.x-k8s.io/secret \
+    --from-literal=value="$(printf '#cloud-config\nruncmd:\n- echo demo %s\n' "$role")" \
+    --from-literal=format=cloud-config
 done
-$HARV -n default get vm,vmi,pvc
-echo
-echo "The guest cluster (workload apiserver) registered the VM as a Node:"
-for _ in $(seq 1 30); do
-  pid=$($WORK get node demo-vm-0 -o jsonpath='{.spec.providerID}' 2>/dev/null || true)
-  [ -n "$pid" ] && break
-  sleep 1
-done
-$WORK get nodes -o custom-columns=NAME:.metadata.name,PROVIDER-ID:.spec.providerID,IP:.status.addresses[0].address
 
-say "CAPHV objects on the management cluster"
-$MGMT -n demo get clusters.cluster.x-k8s.io,harvesterclusters,harvestermachinetemplates
+say "Applying the cluster: 1 control-plane Machine, a MachineDeployment of 2 workers"
+$MGMT apply -f "$ROOT/hack/demo/cluster.yaml"
+
+say "Provisioning (refreshing every 2 s)"
+# One line per Machine: phase, its HarvesterMachine's readiness and address,
+# and the provider ID CAPHV gave it.
+table() {
+  {
+    $MGMT -n demo get harvestermachines -o jsonpath='{range .items[*]}hm|{.metadata.name}|{.status.ready}|{.status.addresses[0].address}{"\n"}{end}' || true
+    $MGMT -n demo get machines -o jsonpath='{range .items[*]}m|{.metadata.name}|{.status.phase}|{.spec.infrastructureRef.name}|{.spec.providerID}{"\n"}{end}' || true
+  } 2>/dev/null | awk -F'|' '
+    function dflt(v, d) { return v == "" ? d : v }
+    $1 == "hm" { ready[$2] = dflt($3, "false"); ip[$2] = dflt($4, "-"); next }
+    $1 == "m" { n++; name[n] = $2; phase[n] = dflt($3, "Pending"); infra[n] = $4; pid[n] = dflt($5, "-") }
+    END {
+      printf "%-40s %-13s %-9s %-15s %s\n", "MACHINE", "PHASE", "HM-READY", "IP", "PROVIDER-ID"
+      for (i = 1; i <= n; i++) {
+        printf "%-40s %-13s %-9s %-15s %s\n", name[i], phase[i], dflt(ready[infra[i]], "-"),
+          dflt(ip[infra[i]], "-"), pid[i]
+      }
+    }'
+}
+want=3
+timeout=${CAPHV_DEMO_TIMEOUT:-300}
+start=$(date +%s)
+while :; do
+  out=$(table)
+  running=$(printf '%s\n' "$out" | awk 'NR > 1 && $2 == "Running"' | wc -l)
+  [ -t 1 ] && printf '\033[H\033[J'
+  printf '%s\n\n%d of %d Machines Running after %ds\n' "$out" "$running" "$want" "$(($(date +%s) - start))"
+  [ "$running" -ge "$want" ] && break
+  if [ "$(($(date +%s) - start))" -ge "$timeout" ]; then
+    echo "demo: error: not all Machines Running after ${timeout}s; last manager log lines:" >&2
+    tail -20 "$DIR/logs/caphv-manager.log" >&2
+    exit 1
+  fi
+  sleep 2
+done
+
+say "The cluster on the management cluster"
+$MGMT -n demo get clusters.cluster.x-k8s.io,harvesterclusters,machinedeployments,machines,harvestermachines
+say "Its VMs, disks and load balancer on the simulated Harvester (namespace demo)"
+$HARV -n demo get virtualmachines,virtualmachineinstances,persistentvolumeclaims,loadbalancers.loadbalancer.harvesterhci.io
+$HARV get ippools.loadbalancer.harvesterhci.io demo-vms -o jsonpath='{"IPPool demo-vms, allocated: "}{.status.allocated}{"\n"}'
+say "Its Nodes in the workload cluster"
+$WORK get nodes -o custom-columns=NAME:.metadata.name,PROVIDER-ID:.spec.providerID,IP:.status.addresses[0].address
 
 cat <<MSG
 
-The reconcilers that turn HarvesterClusters and HarvesterMachines into VMs are
-the next milestone; the objects above are stored and validated, and the
-simulated Harvester is ready for them.
-
 Look around:
-  export KUBECONFIG=$DIR/mgmt.kubeconfig        # management cluster
-  kubectl --kubeconfig $DIR/harvester.kubeconfig get vm,vmi,pvc -A
-  kubectl --kubeconfig $DIR/workload.kubeconfig get nodes
+  kubectl --kubeconfig $DIR/mgmt.kubeconfig -n demo get cluster,machines,harvestermachines   # management
+  kubectl --kubeconfig $DIR/mgmt.kubeconfig -n demo scale machinedeployment demo-workers --replicas 3
+  kubectl --kubeconfig $DIR/harvester.kubeconfig -n demo get vm,vmi,pvc,secrets              # Harvester
+  kubectl --kubeconfig $DIR/harvester.kubeconfig get ippools.loadbalancer.harvesterhci.io -o yaml
+  kubectl --kubeconfig $DIR/workload.kubeconfig get nodes                                    # workload
   curl -s http://127.0.0.1:$METRICS_PORT/metrics | grep ^caphv_
   less $DIR/logs/caphv-manager.log             # every process logs in $DIR/logs
 

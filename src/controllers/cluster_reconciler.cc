@@ -102,7 +102,8 @@ Result HarvesterClusterReconciler::Reconcile(const kube::Request& req) {
   if (cluster_name.empty()) {
     if (deleting) {
       if (auto p = RemoveFinalizerPatch(*object, kClusterFinalizer, kLegacyClusterFinalizer)) {
-        if (Status st = MergePatch(*ctx_.mgmt, HcGvr(), *object, *p); !st.ok()) {
+        if (Status st = MergePatch(*ctx_.mgmt, HcGvr(), *object, *p);
+            !st.ok() && !st.IsNotFound()) {
           return Result::Error(st);
         }
       }
@@ -491,7 +492,7 @@ Result HarvesterClusterReconciler::ReconcileDelete(Scope& s) {
     }
   }
   if (auto p = RemoveFinalizerPatch(*s.object, kClusterFinalizer, kLegacyClusterFinalizer)) {
-    if (Status st = MergePatch(*ctx_.mgmt, HcGvr(), *s.object, *p); !st.ok()) {
+    if (Status st = MergePatch(*ctx_.mgmt, HcGvr(), *s.object, *p); !st.ok() && !st.IsNotFound()) {
       return Result::Error(st);
     }
   }

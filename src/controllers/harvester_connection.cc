@@ -213,6 +213,12 @@ std::shared_ptr<Connection> ConnectionCache::Get(const std::string& ns, const st
     return it->second.connection;
   }
   auto secret = mgmt_->Get(kube::resources::kSecrets, ns, name);
+  if (!secret.ok() && secret.status().IsNotFound() && it != entries_.end()) {
+    // Deleting a namespace removes its Secrets at once while the clusters
+    // and machines in it wait on their finalizers: keep using the last
+    // known credentials so their Harvester objects can still be deleted.
+    return it->second.connection;
+  }
   if (!secret.ok()) {
     *error = {"IdentitySecretUnavailable",
               {secret.status().code(),

@@ -18,7 +18,9 @@
 // with the one the connection was built from; when it changed and the
 // kubeconfig bytes changed too, the connection is rebuilt (old informers
 // stopped). Building checks that the target really is Harvester (Deployment
-// harvester-system/harvester exists and is Available).
+// harvester-system/harvester exists and is Available). When the Secret is
+// deleted, the connection already built from it stays usable (so a
+// namespace being deleted can still clean its Harvester objects up).
 //
 // Errors carry a PascalCase reason for the caller's condition:
 // IdentitySecretUnavailable, MalformedIdentitySecret,

@@ -634,7 +634,8 @@ Result HarvesterMachineReconciler::ReconcileDelete(Scope& s) {
   }
   auto finish = [&]() -> Result {
     if (auto p = RemoveFinalizerPatch(*s.object, kMachineFinalizer, kLegacyMachineFinalizer)) {
-      if (Status st = MergePatch(*ctx_.mgmt, HmGvr(), *s.object, *p); !st.ok()) {
+      if (Status st = MergePatch(*ctx_.mgmt, HmGvr(), *s.object, *p);
+          !st.ok() && !st.IsNotFound()) {
         metrics::MachineDeleteErrorsTotal().Increment();
         return Result::Error(st);
       }
