@@ -38,6 +38,36 @@ kube::MapFunc InfrastructureRefOf(std::string kind) {
   };
 }
 
+// Cluster API rewrites a Cluster's status often (conditions of its
+// machines); only these fields matter to CAPHV's reconcilers, so other
+// updates do not wake every machine of the cluster.
+kube::Predicates ClusterFieldsChanged() {
+  auto relevant = [](const Object& c) {
+    return std::make_tuple(ClusterInfrastructureReady(c), IsPaused(&c, c), IsDeleting(c),
+                           Str(c, {"spec", "infrastructureRef", "name"}));
+  };
+  kube::Predicates p;
+  p.update = [relevant](const Object& old_obj, const Object& new_obj) {
+    return relevant(old_obj) != relevant(new_obj);
+  };
+  return p;
+}
+
+// Likewise for a Machine: its bootstrap data, its nodeRef, pause and
+// deletion.
+kube::Predicates MachineFieldsChanged() {
+  auto relevant = [](const Object& m) {
+    return std::make_tuple(BootstrapDataSecretName(m), Str(m, {"status", "nodeRef", "name"}),
+                           IsPaused(nullptr, m), IsDeleting(m),
+                           Str(m, {"spec", "infrastructureRef", "name"}));
+  };
+  kube::Predicates p;
+  p.update = [relevant](const Object& old_obj, const Object& new_obj) {
+    return relevant(old_obj) != relevant(new_obj);
+  };
+  return p;
+}
+
 }  // namespace
 
 kube::Status RunControllers(std::shared_ptr<kube::Client> mgmt, const ControllerOptions& options,
@@ -129,7 +159,7 @@ kube::Status RunControllers(std::shared_ptr<kube::Client> mgmt, const Controller
 
   // HarvesterCluster watches.
   clusters.For(ctx.harvester_clusters);
-  clusters.Watch(ctx.clusters, InfrastructureRefOf("HarvesterCluster"));
+  clusters.Watch(ctx.clusters, InfrastructureRefOf("HarvesterCluster"), ClusterFieldsChanged());
   auto hcs = ctx.harvester_clusters;
   clusters.Watch(ctx.secrets, [hcs](const Object& secret) {
     auto found = hcs->store().ByIndex(kIdentityIndex, kube::KeyOf(secret));
@@ -142,9 +172,12 @@ kube::Status RunControllers(std::shared_ptr<kube::Client> mgmt, const Controller
 
   // HarvesterMachine watches.
   machines.For(ctx.harvester_machines);
-  machines.Watch(ctx.machines, InfrastructureRefOf("HarvesterMachine"));
-  machines.Watch(ctx.clusters, labelled(ctx.harvester_machines, true));
-  machines.Watch(ctx.harvester_clusters, labelled(ctx.harvester_machines, false));
+  machines.Watch(ctx.machines, InfrastructureRefOf("HarvesterMachine"), MachineFieldsChanged());
+  machines.Watch(ctx.clusters, labelled(ctx.harvester_machines, true), ClusterFieldsChanged());
+  // A machine reads its HarvesterCluster's spec; readiness comes through
+  // the Cluster.
+  machines.Watch(ctx.harvester_clusters, labelled(ctx.harvester_machines, false),
+                 kube::GenerationChanged());
 
   log.Info("Starting controllers", {{"managementClusterId", ctx.management_cluster_id},
                                     {"namespace", options.watch_namespace}});
