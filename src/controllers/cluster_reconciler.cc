@@ -359,7 +359,11 @@ Result HarvesterClusterReconciler::ReconcileLoadBalancer(Scope& s) {
 }
 
 Result HarvesterClusterReconciler::ReconcileCloudProvider(Scope& s) {
-  if (!s.hc.spec.update_cloud_provider_config) return Result::Done();
+  if (!s.hc.spec.update_cloud_provider_config) {
+    s.Mark(kCloudProviderConfigReady, true, "NotRequested",
+           "spec.updateCloudProviderConfig is not set");
+    return Result::Done();
+  }
   const api::UpdateCloudProviderConfig& ucp = *s.hc.spec.update_cloud_provider_config;
   const std::string& ns = s.hc.spec.target_namespace;
   auto fail = [&](std::string_view reason, const Status& st) {

@@ -277,10 +277,15 @@ Result HarvesterMachineReconciler::ReconcileNormal(Scope& s) {
   }
   if (vm) return ReportVm(s, *vm);
 
-  if (!s.hm.spec.network_config && s.hc.spec.vm_network_config) {
+  if (s.hm.spec.network_config) {
+    s.Mark(kVmIpAllocated, true, "StaticAddress",
+           s.hm.spec.network_config->address + " from spec.networkConfig");
+  } else if (s.hc.spec.vm_network_config) {
     bool waiting = false;
     Result r = AllocateAddress(s, &waiting);
     if (waiting || !r.error.ok()) return r;
+  } else {
+    s.Mark(kVmIpAllocated, true, "DHCP", "the VM's addresses come from DHCP");
   }
   return CreateVm(s);
 }

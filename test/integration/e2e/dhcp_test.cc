@@ -96,7 +96,16 @@ TEST_F(DhcpTest, MultiDiskMachineLeasesItsAddress) {
   EXPECT_TRUE(machine_has_ip) << machines[0]["status"].dump();
   EXPECT_TRUE(st.value("ready", false));
   EXPECT_TRUE(ConditionTrue(*hm, "Ready")) << ConditionOf(*hm, "Ready").dump();
+  EXPECT_EQ(ConditionOf(*hm, "VMIPAllocated").value("reason", ""), "DHCP")
+      << ConditionOf(*hm, "VMIPAllocated").dump();
   EXPECT_EQ(Str(*hm, "/spec/providerID"), "harvester://" + kube::UidOf(*vm));
+
+  // No cloud-provider configuration was asked for, and the cluster says so.
+  auto hc = mgmt_->Get(kHarvesterClusters, ns(), cluster_);
+  ASSERT_TRUE(hc.ok()) << hc.status().ToString();
+  EXPECT_TRUE(ConditionTrue(*hc, "CloudProviderConfigReady"))
+      << ConditionOf(*hc, "CloudProviderConfigReady").dump();
+  EXPECT_EQ(ConditionOf(*hc, "CloudProviderConfigReady").value("reason", ""), "NotRequested");
 }
 
 }  // namespace
