@@ -60,6 +60,9 @@ bool Eventually(const std::function<bool()>& condition,
                 std::chrono::milliseconds timeout = std::chrono::seconds(30),
                 std::chrono::milliseconds poll = std::chrono::milliseconds(100));
 
+// A TCP port on 127.0.0.1 that was free a moment ago.
+int FreePort();
+
 // Runs a shell command; returns its exit code and, if given, its stdout+stderr.
 int RunCommand(const std::string& command, std::string* output = nullptr);
 

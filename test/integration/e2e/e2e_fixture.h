@@ -51,6 +51,7 @@
 
 #include "kube/base64.h"
 #include "kube/client.h"
+#include "support/process.h"
 #include "support/testbed.h"
 
 extern char** environ;
@@ -168,79 +169,16 @@ inline std::string LastLines(const std::string& text, size_t n) {
   return text.substr(pos + 1);
 }
 
-// A port that was free a moment ago on 127.0.0.1.
-inline int FreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  int port = ntohs(addr.sin_port);
-  ::close(fd);
-  return port;
-}
+using caphv::testing::FreePort;
 
 // ------------------------------------------------------------------ the manager
 
 // caphv-manager as a child process; stdout and stderr appended to one log
 // file, so a restart keeps the lines of the run before it.
-class ManagerProcess {
+class ManagerProcess : public caphv::testing::ChildProcess {
  public:
-  ManagerProcess(std::vector<std::string> args, const std::filesystem::path& log_path) {
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND,
-                                     0644);
-    posix_spawn_file_actions_adddup2(&actions, 1, 2);
-    if (posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ) != 0) pid_ = -1;
-    posix_spawn_file_actions_destroy(&actions);
-  }
-  ~ManagerProcess() { Stop(SIGKILL); }
-  ManagerProcess(const ManagerProcess&) = delete;
-  ManagerProcess& operator=(const ManagerProcess&) = delete;
-
-  bool started() const { return pid_ > 0; }
-  bool running() {
-    if (pid_ <= 0 || exit_code_) return false;
-    return !Wait(std::chrono::milliseconds(0)).has_value();
-  }
-
-  // Sends `sig` and waits up to 15 s for the exit (then SIGKILL); the exit
-  // code, 128+signal when killed.
-  std::optional<int> Stop(int sig) {
-    if (pid_ <= 0) return std::nullopt;
-    if (!exit_code_) ::kill(pid_, sig);
-    auto code = Wait(std::chrono::seconds(15));
-    if (!code) {
-      ::kill(pid_, SIGKILL);
-      code = Wait(std::chrono::seconds(5));
-    }
-    return code;
-  }
-
- private:
-  std::optional<int> Wait(std::chrono::milliseconds timeout) {
-    if (exit_code_) return exit_code_;
-    auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (true) {
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        return exit_code_;
-      }
-      if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-  }
-
-  pid_t pid_ = -1;
-  std::optional<int> exit_code_;
+  ManagerProcess(std::vector<std::string> args, const std::filesystem::path& log_path)
+      : ChildProcess(std::move(args), log_path, /*append=*/true) {}
 };
 
 // ------------------------------------------------------------------ pools
