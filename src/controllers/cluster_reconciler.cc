@@ -450,6 +450,25 @@ Result HarvesterClusterReconciler::ReconcileDelete(Scope& s) {
   ConnectionError err;
   s.conn = ctx_.connections->Get(s.hc.spec.identity_secret.namespace_,
                                  s.hc.spec.identity_secret.name, &err);
+  const api::Condition* connected = api::FindCondition(s.original.conditions, kConnectionReady);
+  const bool ever_connected =
+      (connected != nullptr && connected->status == api::kConditionTrue) ||
+      s.original.ready.value_or(false) ||
+      (s.hc.spec.control_plane_endpoint && !s.hc.spec.control_plane_endpoint->host.empty());
+  if (!s.conn && !ever_connected) {
+    // The identity never worked, so nothing was made on Harvester: do not
+    // hold the deletion hostage to credentials that never existed.
+    Emit(s, true, "DeletedWithoutHarvester",
+         "Harvester was never reached (" + err.status.message() + "); nothing to clean up there");
+    if (auto p = RemoveFinalizerPatch(*s.object, kClusterFinalizer, kLegacyClusterFinalizer)) {
+      if (Status st = MergePatch(*ctx_.mgmt, HcGvr(), *s.object, *p);
+          !st.ok() && !st.IsNotFound()) {
+        return Result::Error(st);
+      }
+    }
+    metrics::DeleteClusterReady(s.req.Key());
+    return Result::Done();
+  }
   if (!s.conn) {
     const std::string msg =
         "cannot delete the cluster's objects on Harvester: " + err.status.message() +

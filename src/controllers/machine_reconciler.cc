@@ -663,7 +663,12 @@ Result HarvesterMachineReconciler::ReconcileDelete(Scope& s) {
     return Result::RequeueAfter(std::chrono::minutes(1));
   }
   Result wait;
-  if (!Connect(s, &wait)) return wait;
+  if (!Connect(s, &wait)) {
+    // Nothing can exist on Harvester for a machine that never got a VM
+    // (providerID) or an address: let it go.
+    if (s.hm.spec.provider_id.empty() && s.hm.status.allocated_ip_address.empty()) return finish();
+    return wait;
+  }
   const std::string& ns = s.target_ns;
   const std::string& name = s.hm.metadata.name;
   s.Mark(api::kReadyCondition, false, "Deleting", "the VM and its resources are being deleted");

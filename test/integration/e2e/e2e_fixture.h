@@ -525,6 +525,22 @@ class E2ETest : public ::testing::Test {
     auto got = mgmt_->Get(kHarvesterMachines, ns(), name);
     return got.ok() ? std::optional<Object>(*got) : std::nullopt;
   }
+  // Events recorded about the object `name` of this test's namespace.
+  std::vector<Object> EventsOf(const std::string& name) const {
+    kube::ListOptions opts;
+    opts.field_selector = "involvedObject.name=" + name;
+    auto list = mgmt_->List(kube::resources::kEvents, ns(), opts);
+    return list.ok() ? list->items : std::vector<Object>{};
+  }
+
+  // True once a Warning event with `reason` was recorded about `name`.
+  bool HasWarning(const std::string& name, const std::string& reason) const {
+    for (const auto& e : EventsOf(name)) {
+      if (e.value("type", "") == "Warning" && e.value("reason", "") == reason) return true;
+    }
+    return false;
+  }
+
   Object HarvesterClusterObject() const {
     auto got = mgmt_->Get(kHarvesterClusters, ns(), cluster_);
     return got.ok() ? *got : Object::object();

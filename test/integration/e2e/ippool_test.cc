@@ -8,16 +8,7 @@
 namespace caphv::e2e {
 namespace {
 
-class IPPoolTest : public E2ETest {
- protected:
-  // Events the manager recorded about HarvesterMachine `name`.
-  std::vector<Object> EventsOf(const std::string& name) const {
-    kube::ListOptions opts;
-    opts.field_selector = "involvedObject.name=" + name;
-    auto list = mgmt_->List(kube::resources::kEvents, ns(), opts);
-    return list.ok() ? list->items : std::vector<Object>{};
-  }
-};
+class IPPoolTest : public E2ETest {};
 
 TEST_F(IPPoolTest, FallsBackAcrossPoolsAndWaitsForAFreeAddress) {
   const auto pools = CreatePools({2, 2});

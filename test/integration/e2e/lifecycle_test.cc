@@ -119,10 +119,14 @@ class LifecycleTest : public E2ETest {
   // One observation round over the machines of `ip_of` (name -> address).
   void ObserveTeardowns(const Pool& pool, const std::map<std::string, std::string>& ip_of,
                         std::map<std::string, Teardown>* teardowns) {
-    const auto vms = NamesOnHarvester(kVirtualMachines);
-    const auto pvcs = NamesOnHarvester(kPvcs);
-    const auto secrets = NamesOnHarvester(kSecrets);
+    // Read in the reverse of the expected deletion order: a round is not an
+    // atomic snapshot, and reading the VMs first could see a VM that is
+    // gone a moment later, next to a pool read after the release. In this
+    // order, a step seen done implies every earlier step is seen done too.
     const auto allocated = Allocated(pool.name);
+    const auto secrets = NamesOnHarvester(kSecrets);
+    const auto pvcs = NamesOnHarvester(kPvcs);
+    const auto vms = NamesOnHarvester(kVirtualMachines);
     ++rounds_;
     for (const auto& [name, ip] : ip_of) {
       Teardown& t = (*teardowns)[name];
