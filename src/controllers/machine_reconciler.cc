@@ -267,6 +267,14 @@ Result HarvesterMachineReconciler::ReconcileNormal(Scope& s) {
   Result wait;
   if (!Connect(s, &wait)) return wait;
 
+  // Conditions are derived on every pass: a reconcile that started from a
+  // cached object older than the last status write must not drop them.
+  if (s.hm.spec.network_config) {
+    s.Mark(kVmIpAllocated, true, "StaticAddress",
+           s.hm.spec.network_config->address + " from spec.networkConfig");
+  } else if (!s.hc.spec.vm_network_config) {
+    s.Mark(kVmIpAllocated, true, "DHCP", "the VM's addresses come from DHCP");
+  }
   auto vm = s.conn->vms().Get(s.target_ns, s.hm.metadata.name);
   if (vm && !harvester::OwnedBy(LabelsOf(*vm), s.identity)) {
     const std::string msg = "VirtualMachine " + s.target_ns + "/" + s.hm.metadata.name +
@@ -277,15 +285,10 @@ Result HarvesterMachineReconciler::ReconcileNormal(Scope& s) {
   }
   if (vm) return ReportVm(s, *vm);
 
-  if (s.hm.spec.network_config) {
-    s.Mark(kVmIpAllocated, true, "StaticAddress",
-           s.hm.spec.network_config->address + " from spec.networkConfig");
-  } else if (s.hc.spec.vm_network_config) {
+  if (s.hc.spec.vm_network_config && !s.hm.spec.network_config) {
     bool waiting = false;
     Result r = AllocateAddress(s, &waiting);
     if (waiting || !r.error.ok()) return r;
-  } else {
-    s.Mark(kVmIpAllocated, true, "DHCP", "the VM's addresses come from DHCP");
   }
   return CreateVm(s);
 }
