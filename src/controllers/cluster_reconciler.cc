@@ -59,6 +59,7 @@ struct HarvesterClusterReconciler::Scope {
   std::shared_ptr<Connection> conn;
   std::optional<harvester::Endpoint> endpoint;
   kube::log::Logger log;
+  std::string metrics_label;  // "<ns>/<Cluster name>", as caphv_machine_status's cluster
 
   bool Mark(std::string_view type, bool status, std::string_view reason, std::string message) {
     return MarkCondition(hc.status.conditions, type, status, reason, std::move(message),
@@ -77,7 +78,11 @@ Result HarvesterClusterReconciler::Reconcile(const kube::Request& req) {
   const std::string key = req.Key();
   auto object = ctx_.harvester_clusters->store().Get(req.ns, req.name);
   if (!object) {
-    metrics::DeleteClusterReady(key);
+    std::lock_guard lock(mu_);
+    if (auto it = cluster_label_of_.find(key); it != cluster_label_of_.end()) {
+      metrics::DeleteClusterReady(it->second);
+      cluster_label_of_.erase(it);
+    }
     return Result::Done();
   }
   auto decoded = api::Decode<api::HarvesterCluster>(*object);
@@ -114,6 +119,11 @@ Result HarvesterClusterReconciler::Reconcile(const kube::Request& req) {
   }
   s.cluster = ctx_.clusters->store().Get(req.ns, cluster_name);
   s.identity = {ctx_.management_cluster_id, req.ns, cluster_name};
+  s.metrics_label = req.ns + "/" + cluster_name;
+  {
+    std::lock_guard lock(mu_);
+    cluster_label_of_[key] = s.metrics_label;
+  }
   s.log = s.log.WithValues({{"Cluster", cluster_name}});
 
   const auto start = std::chrono::steady_clock::now();
@@ -171,7 +181,7 @@ Result HarvesterClusterReconciler::ReconcileNormal(Scope& s) {
       Emit(s, true, err.reason, err.status.message());
     }
     s.hc.status.ready = false;
-    metrics::SetClusterReady(s.req.Key(), false);
+    metrics::SetClusterReady(s.metrics_label, false);
     // A Secret change comes as an event; an unreachable Harvester does not.
     if (err.reason == "IdentitySecretUnavailable" || err.reason == "MalformedIdentitySecret") {
       return Result::Done();
@@ -205,7 +215,7 @@ Result HarvesterClusterReconciler::ReconcileNormal(Scope& s) {
   s.hc.status.ready = true;
   s.hc.status.initialization = api::Initialization{true};
   s.Mark(kInfrastructureReady, true, "InfrastructureReady", "");
-  metrics::SetClusterReady(s.req.Key(), true);
+  metrics::SetClusterReady(s.metrics_label, true);
   return cp;
 }
 
@@ -466,7 +476,7 @@ Result HarvesterClusterReconciler::ReconcileDelete(Scope& s) {
         return Result::Error(st);
       }
     }
-    metrics::DeleteClusterReady(s.req.Key());
+    metrics::DeleteClusterReady(s.metrics_label);
     return Result::Done();
   }
   if (!s.conn) {
@@ -519,7 +529,7 @@ Result HarvesterClusterReconciler::ReconcileDelete(Scope& s) {
       return Result::Error(st);
     }
   }
-  metrics::DeleteClusterReady(s.req.Key());
+  metrics::DeleteClusterReady(s.metrics_label);
   s.log.Info("Deleted the cluster's infrastructure on Harvester");
   return Result::Done();
 }

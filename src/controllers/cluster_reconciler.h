@@ -22,6 +22,10 @@
 
 #pragma once
 
+#include <map>
+#include <mutex>
+#include <string>
+
 #include "controllers/context.h"
 #include "kube/controller.h"
 
@@ -42,6 +46,8 @@ class HarvesterClusterReconciler {
   void Emit(Scope& s, bool warning, std::string_view reason, const std::string& message);
 
   Context& ctx_;
+  std::mutex mu_;
+  std::map<std::string, std::string> cluster_label_of_;  // HarvesterCluster key -> metrics label
 };
 
 }  // namespace caphv::controllers

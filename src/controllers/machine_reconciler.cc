@@ -164,7 +164,7 @@ Result HarvesterMachineReconciler::Reconcile(const kube::Request& req) {
     s.identity = {ctx_.management_cluster_id, req.ns, s.cluster_name};
     s.log = s.log.WithValues({{"Cluster", s.cluster_name}});
     std::lock_guard lock(mu_);
-    cluster_of_[key] = s.cluster_name;
+    cluster_of_[key] = req.ns + "/" + s.cluster_name;
   }
   if (s.cluster) {
     const std::string hc_name = Str(*s.cluster, {"spec", "infrastructureRef", "name"});
@@ -217,7 +217,8 @@ Result HarvesterMachineReconciler::Reconcile(const kube::Request& req) {
       }
     }
     if (!s.cluster_name.empty()) {
-      metrics::SetMachineStatus(s.cluster_name, key, s.hm.status.ready.value_or(false));
+      metrics::SetMachineStatus(req.ns + "/" + s.cluster_name, key,
+                                s.hm.status.ready.value_or(false));
     }
   }
   if (s.hm.status != s.original) {
@@ -527,7 +528,15 @@ Result HarvesterMachineReconciler::ReportVm(Scope& s, const Object& vm) {
     return Result::Done();
   }
   s.hm.status.addresses = std::move(addresses);
-  if (!s.hm.status.ready.value_or(false)) {
+  bool first_ready = false;
+  {
+    // Once per machine, even when a reconcile starts from a cached object
+    // older than the status write that made it ready.
+    std::lock_guard lock(mu_);
+    first_ready =
+        !s.hm.status.ready.value_or(false) && ready_seen_.insert(s.hm.metadata.uid).second;
+  }
+  if (first_ready) {
     const std::string created = s.hm.metadata.creation_timestamp;
     metrics::MachineCreationDuration().Observe(
         std::chrono::duration<double>(
@@ -649,7 +658,13 @@ Result HarvesterMachineReconciler::ReconcileDelete(Scope& s) {
       }
     }
     metrics::MachineDeleteTotal().Increment();
-    if (!s.cluster_name.empty()) metrics::DeleteMachineStatus(s.cluster_name, s.req.Key());
+    if (!s.cluster_name.empty()) {
+      metrics::DeleteMachineStatus(s.req.ns + "/" + s.cluster_name, s.req.Key());
+    }
+    {
+      std::lock_guard lock(mu_);
+      ready_seen_.erase(s.hm.metadata.uid);
+    }
     s.log.Info("Deleted the machine's VM and everything it used on Harvester");
     return Result::Done();
   };

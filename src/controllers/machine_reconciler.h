@@ -28,6 +28,7 @@
 
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 
 #include "controllers/context.h"
@@ -56,7 +57,8 @@ class HarvesterMachineReconciler {
 
   Context& ctx_;
   std::mutex mu_;
-  std::map<std::string, std::string> cluster_of_;  // machine key -> cluster (metrics label)
+  std::map<std::string, std::string> cluster_of_;  // machine key -> "<ns>/<cluster>" (metrics)
+  std::set<std::string> ready_seen_;               // uids whose creation time was observed
   // "<ns>/<cluster>-kubeconfig" -> (Secret resourceVersion, client)
   std::map<std::string, std::pair<std::string, std::shared_ptr<kube::Client>>> workload_clients_;
 };

@@ -277,7 +277,7 @@ class E2ETest : public ::testing::Test {
         std::vector<std::string>{
             caphv::testing::BuildPath("cmd/caphv-manager/caphv-manager"), "--kubeconfig",
             bed.KubeconfigPath(caphv::testing::kMgmt), "--namespace", ns(),
-            "--metrics-bind-address", "127.0.0.1:" + std::to_string(FreePort()),
+            "--metrics-bind-address", "127.0.0.1:" + std::to_string(metrics_port_ = FreePort()),
             "--health-probe-bind-address", "127.0.0.1:" + std::to_string(probe_port_)},
         log_path_);
     ASSERT_TRUE(manager_->started());
@@ -301,6 +301,22 @@ class E2ETest : public ::testing::Test {
   }
 
   std::string ManagerLog() const { return ReadWholeFile(log_path_); }
+
+  // The value of the sample `series` (name{labels} exactly as exposed) on
+  // the manager's /metrics; nullopt when absent.
+  std::optional<double> Metric(const std::string& series) const {
+    std::string out;
+    if (caphv::testing::RunCommand(
+            "curl -fs -m 5 http://127.0.0.1:" + std::to_string(metrics_port_) + "/metrics", &out) !=
+        0) {
+      return std::nullopt;
+    }
+    std::istringstream in(out);
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
+    }
+    return std::nullopt;
+  }
 
   // ---------------------------------------------------------------- objects
 
@@ -686,6 +702,7 @@ class E2ETest : public ::testing::Test {
   std::string cluster_, target_ns_;
   std::filesystem::path log_path_;
   std::unique_ptr<ManagerProcess> manager_;
+  int metrics_port_ = 0;
   int probe_port_ = 0;
   std::vector<Pool> pools_;
 };

@@ -220,6 +220,19 @@ TEST_F(LifecycleTest, HighlyAvailableClusterWithPoolsAndCloudProvider) {
   for (const auto& m : machines) ExpectMachineInfrastructure(m, pool, cluster_id, &ips);
   EXPECT_EQ(ips.size(), 5u);
 
+  // The caphv_* metrics counted it, once per machine.
+  EXPECT_EQ(Metric("caphv_machine_create_total"), 5.0);
+  EXPECT_EQ(Metric("caphv_ippool_allocations_total"), 5.0);
+  EXPECT_EQ(Metric("caphv_machine_creation_duration_seconds_count"), 5.0);
+  EXPECT_EQ(Metric("caphv_cluster_ready{cluster=\"" + ns() + "/" + cluster_ + "\"}"), 1.0);
+  for (const auto& m : machines) {
+    const std::string infra = Str(m, "/spec/infrastructureRef/name");
+    EXPECT_EQ(Metric("caphv_machine_status{cluster=\"" + ns() + "/" + cluster_ + "\",machine=\"" +
+                     ns() + "/" + infra + "\"}"),
+              1.0)
+        << infra;
+  }
+
   // The cloud provider configuration landed in the addon ConfigMap: the
   // user's manifests kept, plus Secret kube-system/cloud-config holding a
   // kubeconfig for Harvester scoped to the target namespace.
