@@ -125,6 +125,18 @@ bool MarkCondition(std::vector<api::Condition>& conditions, std::string_view typ
   return transition;
 }
 
+bool SyncPausedCondition(std::vector<api::Condition>& conditions, bool paused, int64_t generation) {
+  if (paused) {
+    MarkCondition(conditions, api::kPausedCondition, true, "Paused",
+                  "reconciliation is paused (Cluster.spec.paused or the cluster.x-k8s.io/paused "
+                  "annotation)",
+                  generation);
+  } else if (api::FindCondition(conditions, api::kPausedCondition) != nullptr) {
+    MarkCondition(conditions, api::kPausedCondition, false, "NotPaused", "", generation);
+  }
+  return paused;
+}
+
 }  // namespace caphv::controllers
 
 namespace caphv::controllers {

@@ -62,6 +62,10 @@ std::string BootstrapDataSecretName(const kube::Object& machine);
 bool MarkCondition(std::vector<api::Condition>& conditions, std::string_view type, bool status,
                    std::string_view reason, std::string message, int64_t generation);
 
+// The Paused condition: True when `paused`; False (NotPaused) once it was
+// set before. Returns `paused`.
+bool SyncPausedCondition(std::vector<api::Condition>& conditions, bool paused, int64_t generation);
+
 // Reads a string at a JSON path; "" when absent or not a string.
 std::string Str(const kube::Object& o, std::initializer_list<std::string_view> path);
 

@@ -128,15 +128,10 @@ Result HarvesterClusterReconciler::Reconcile(const kube::Request& req) {
 
   const auto start = std::chrono::steady_clock::now();
   Result result;
-  if (!deleting && IsPaused(s.cluster.get(), *object)) {
-    s.Mark(api::kPausedCondition, true, "Paused",
-           "reconciliation is paused (Cluster.spec.paused or the cluster.x-k8s.io/paused "
-           "annotation)");
+  if (SyncPausedCondition(s.hc.status.conditions, !deleting && IsPaused(s.cluster.get(), *object),
+                          s.hc.metadata.generation)) {
     result = Result::Done();
   } else {
-    if (api::FindCondition(s.hc.status.conditions, api::kPausedCondition) != nullptr) {
-      s.Mark(api::kPausedCondition, false, "NotPaused", "");
-    }
     result = deleting ? ReconcileDelete(s) : ReconcileNormal(s);
   }
   const double seconds =

@@ -186,15 +186,10 @@ Result HarvesterMachineReconciler::Reconcile(const kube::Request& req) {
   const bool deleting = IsDeleting(*object);
   const auto start = std::chrono::steady_clock::now();
   Result result;
-  if (!deleting && IsPaused(s.cluster.get(), *object)) {
-    s.Mark(api::kPausedCondition, true, "Paused",
-           "reconciliation is paused (Cluster.spec.paused or the cluster.x-k8s.io/paused "
-           "annotation)");
+  if (SyncPausedCondition(s.hm.status.conditions, !deleting && IsPaused(s.cluster.get(), *object),
+                          s.hm.metadata.generation)) {
     result = Result::Done();
   } else {
-    if (api::FindCondition(s.hm.status.conditions, api::kPausedCondition) != nullptr) {
-      s.Mark(api::kPausedCondition, false, "NotPaused", "");
-    }
     result = deleting ? ReconcileDelete(s) : ReconcileNormal(s);
   }
   const double seconds =

@@ -89,6 +89,18 @@ TEST(CapiTest, MarkConditionReportsTransitionsOnly) {
   EXPECT_EQ(cs[0].status, "True");
 }
 
+TEST(CapiTest, PausedConditionAppearsWhenPausedAndTurnsFalseAfter) {
+  std::vector<api::Condition> cs;
+  EXPECT_FALSE(SyncPausedCondition(cs, false, 1));
+  EXPECT_TRUE(cs.empty());  // never paused: no condition at all
+  EXPECT_TRUE(SyncPausedCondition(cs, true, 1));
+  ASSERT_EQ(cs.size(), 1u);
+  EXPECT_EQ(cs[0].status, "True");
+  EXPECT_FALSE(SyncPausedCondition(cs, false, 2));
+  EXPECT_EQ(cs[0].status, "False");
+  EXPECT_EQ(cs[0].reason, "NotPaused");
+}
+
 TEST(CapiTest, InlinePoolNamesAreTheGoProvidersNames) {
   EXPECT_EQ(VmPoolName("ns", "hc"), "ns-hc-vm-ippool");
   EXPECT_EQ(LbPoolName("ns", "hc"), "ns-hc-lb-ippool");
