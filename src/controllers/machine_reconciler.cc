@@ -424,6 +424,19 @@ Result HarvesterMachineReconciler::CreateVm(Scope& s) {
   }
   if (Status st = s.conn->EnsureNamespace(ns); !st.ok()) return Result::Error(st);
 
+  // A VM of that name the cache does not show (not labelled by CAPHV, or
+  // created an instant ago): never overwrite what belongs to someone else.
+  if (auto existing = s.conn->client().Get(harvester::kVirtualMachines, ns, name); existing.ok()) {
+    if (!harvester::OwnedBy(LabelsOf(*existing), s.identity)) {
+      fail("VMNameConflict", "VirtualMachine " + ns + "/" + name +
+                                 " exists on Harvester but does not belong to this cluster");
+      return Result::Done();
+    }
+    return ReportVm(s, *existing);
+  } else if (!existing.status().IsNotFound()) {
+    return Result::Error(existing.status());
+  }
+
   // Cloud-init Secret, then the VM that reads it.
   harvester::CloudInitSecretInputs ci;
   ci.name = harvester::CloudInitSecretName(name);
@@ -690,7 +703,8 @@ Result HarvesterMachineReconciler::ReconcileDelete(Scope& s) {
   // 1. The VM. A live read: the cache may not show a VM created moments ago.
   auto vm = s.conn->client().Get(harvester::kVirtualMachines, ns, name);
   if (!vm.ok() && !vm.status().IsNotFound()) return Result::Error(vm.status());
-  if (vm.ok() && harvester::OwnedBy(LabelsOf(*vm), s.identity)) {
+  const bool foreign_vm = vm.ok() && !harvester::OwnedBy(LabelsOf(*vm), s.identity);
+  if (vm.ok() && !foreign_vm) {
     if (!IsDeleting(*vm)) {
       if (auto patch = harvester::RemovePvcsPatch(*vm)) {
         auto patched = s.conn->client().Patch(harvester::kVirtualMachines, ns, name,
@@ -722,7 +736,11 @@ Result HarvesterMachineReconciler::ReconcileDelete(Scope& s) {
   if (pvcs.ok()) {
     for (const auto& pvc : pvcs->items) {
       const std::string pvc_name = kube::NameOf(pvc);
-      if (!wanted.contains(pvc_name) && !std::regex_match(pvc_name, disk_name)) continue;
+      // Beside a VM of another cluster with this name, only the names
+      // derived from this machine's uid can be this machine's.
+      if (!wanted.contains(pvc_name) && (foreign_vm || !std::regex_match(pvc_name, disk_name))) {
+        continue;
+      }
       pending = true;
       if (IsDeleting(pvc)) continue;
       if (Status st = DeleteIfExists(s.conn->client(), kube::resources::kPersistentVolumeClaims, ns,
@@ -736,11 +754,15 @@ Result HarvesterMachineReconciler::ReconcileDelete(Scope& s) {
     s.Mark(kVmProvisioningReady, false, "Deleting", "waiting for the VM's volumes to be deleted");
     return Result::RequeueAfter(std::chrono::seconds(2));  // PVCs are not watched
   }
-  // 3. The cloud-init Secret.
-  if (Status st = DeleteIfExists(s.conn->client(), kube::resources::kSecrets, ns,
-                                 harvester::CloudInitSecretName(name));
-      !st.ok()) {
-    return Result::Error(st);
+  // 3. The cloud-init Secret, if it is this cluster's.
+  const std::string secret_name = harvester::CloudInitSecretName(name);
+  auto secret = s.conn->client().Get(kube::resources::kSecrets, ns, secret_name);
+  if (!secret.ok() && !secret.status().IsNotFound()) return Result::Error(secret.status());
+  if (secret.ok() && harvester::OwnedBy(LabelsOf(*secret), s.identity)) {
+    if (Status st = DeleteIfExists(s.conn->client(), kube::resources::kSecrets, ns, secret_name);
+        !st.ok()) {
+      return Result::Error(st);
+    }
   }
   // 4. The IP, now that nothing uses it.
   if (Status st = ReleaseAddresses(s); !st.ok()) return Result::Error(st);
