@@ -103,11 +103,18 @@ int Main(int argc, char** argv) {
   controller_options.sync_period = options.sync_period;
   std::shared_ptr<caphv::kube::Client> mgmt = *client;
 
+  auto controllers = caphv::controllers::Controllers::New(mgmt, controller_options);
+  if (!controllers.ok()) {
+    logger.Error(controllers.status(), "Unable to set up the controllers");
+    return 1;
+  }
+  std::shared_ptr<caphv::controllers::Controllers> ctrl = std::move(controllers).value();
   caphv::manager::Manager manager(std::move(options), mgmt);
   // The HarvesterCluster and HarvesterMachine controllers run while this
   // process leads.
-  manager.AddLeaderRunnable("controllers", [mgmt, controller_options](std::stop_token s) {
-    return caphv::controllers::RunControllers(mgmt, controller_options, s);
+  manager.AddLeaderRunnable("controllers", [ctrl](std::stop_token s) {
+    if (auto st = ctrl->StartCaches(s); !st.ok()) return st;
+    return ctrl->Run(s);
   });
   return manager.Run(stop);
 }

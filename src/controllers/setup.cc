@@ -2,6 +2,7 @@
 
 #include "controllers/setup.h"
 
+#include <atomic>
 #include <thread>
 
 #include "api/codec.h"
@@ -70,16 +71,39 @@ kube::Predicates MachineFieldsChanged() {
 
 }  // namespace
 
-kube::Status RunControllers(std::shared_ptr<kube::Client> mgmt, const ControllerOptions& options,
-                            std::stop_token stop) {
-  auto log = kube::log::Root().WithName("controllers");
+struct Controllers::Impl {
+  ControllerOptions options;
+  Context ctx;
+  std::unique_ptr<HarvesterClusterReconciler> cluster_reconciler;
+  std::unique_ptr<HarvesterMachineReconciler> machine_reconciler;
+  std::unique_ptr<kube::Controller> clusters;
+  std::unique_ptr<kube::Controller> machines;
+  std::atomic<bool> synced{false};
+
+  std::vector<std::shared_ptr<kube::Informer>> Informers() const {
+    return {ctx.harvester_clusters, ctx.harvester_machines, ctx.clusters, ctx.machines,
+            ctx.secrets};
+  }
+};
+
+Controllers::Controllers(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Controllers::~Controllers() {
+  if (impl_->ctx.connections) impl_->ctx.connections->Stop();
+  for (const auto& i : impl_->Informers()) i->Stop();
+}
+
+kube::StatusOr<std::unique_ptr<Controllers>> Controllers::New(std::shared_ptr<kube::Client> mgmt,
+                                                              const ControllerOptions& options) {
   auto kube_system = mgmt->Get(kube::resources::kNamespaces, "", "kube-system");
   if (!kube_system.ok()) {
-    return {kube_system.status().code(),
-            "cannot read namespace kube-system (the management cluster id): " +
-                kube_system.status().message()};
+    return kube::Status(kube_system.status().code(),
+                        "cannot read namespace kube-system (the management cluster id): " +
+                            kube_system.status().message());
   }
-  Context ctx;
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  Context& ctx = impl->ctx;
   ctx.mgmt = mgmt;
   ctx.management_cluster_id = kube::UidOf(*kube_system);
 
@@ -125,18 +149,24 @@ kube::Status RunControllers(std::shared_ptr<kube::Client> mgmt, const Controller
   ev.component = "caphv-controller-manager";
   ctx.recorder = std::make_shared<kube::EventRecorder>(mgmt, ev);
 
-  HarvesterClusterReconciler cluster_reconciler(ctx);
-  HarvesterMachineReconciler machine_reconciler(ctx);
+  impl->cluster_reconciler = std::make_unique<HarvesterClusterReconciler>(ctx);
+  impl->machine_reconciler = std::make_unique<HarvesterMachineReconciler>(ctx);
   kube::Controller::Options co;
   co.name = "harvestercluster";
   co.max_concurrent_reconciles = std::max(1, options.concurrency / 2);
-  kube::Controller clusters(std::move(co),
-                            [&](const Request& r) { return cluster_reconciler.Reconcile(r); });
+  co.cache_sync_timeout = options.cache_sync_timeout;
+  auto* cr = impl->cluster_reconciler.get();
+  impl->clusters = std::make_unique<kube::Controller>(
+      std::move(co), [cr](const Request& r) { return cr->Reconcile(r); });
   kube::Controller::Options mo;
   mo.name = "harvestermachine";
   mo.max_concurrent_reconciles = std::max(1, options.concurrency);
-  kube::Controller machines(std::move(mo),
-                            [&](const Request& r) { return machine_reconciler.Reconcile(r); });
+  mo.cache_sync_timeout = options.cache_sync_timeout;
+  auto* mr = impl->machine_reconciler.get();
+  impl->machines = std::make_unique<kube::Controller>(
+      std::move(mo), [mr](const Request& r) { return mr->Reconcile(r); });
+  kube::Controller& clusters = *impl->clusters;
+  kube::Controller& machines = *impl->machines;
 
   ConnectionCallbacks callbacks;
   callbacks.machine_event = [&machines](const Request& r) { machines.Enqueue(r); };
@@ -178,17 +208,42 @@ kube::Status RunControllers(std::shared_ptr<kube::Client> mgmt, const Controller
   // the Cluster.
   machines.Watch(ctx.harvester_clusters, labelled(ctx.harvester_machines, false),
                  kube::GenerationChanged());
+  return std::unique_ptr<Controllers>(new Controllers(std::move(impl)));
+}
 
+kube::Status Controllers::StartCaches(std::stop_token stop) {
+  const auto informers = impl_->Informers();
+  for (const auto& i : informers) i->Start();
+  for (const auto& i : informers) {
+    if (!i->WaitForSync(impl_->options.cache_sync_timeout, stop)) {
+      if (stop.stop_requested()) return {kube::StatusCode::kCancelled, "stopped"};
+      return {kube::StatusCode::kUnavailable,
+              "the cache of " + i->options().gvr.resource + " did not sync within " +
+                  std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
+                                     impl_->options.cache_sync_timeout)
+                                     .count()) +
+                  "s"};
+    }
+  }
+  impl_->synced.store(true);
+  return kube::Status::Ok();
+}
+
+bool Controllers::CachesSynced() const { return impl_->synced.load(); }
+
+kube::Status Controllers::Run(std::stop_token leading) {
+  Context& ctx = impl_->ctx;
+  auto log = kube::log::Root().WithName("controllers");
   log.Info("Starting controllers", {{"managementClusterId", ctx.management_cluster_id},
-                                    {"namespace", options.watch_namespace}});
+                                    {"namespace", impl_->options.watch_namespace}});
   kube::Status cluster_status, machine_status;
   {
-    std::jthread a([&] { cluster_status = clusters.Run(stop); });
-    std::jthread b([&] { machine_status = machines.Run(stop); });
+    std::jthread a([&] { cluster_status = impl_->clusters->Run(leading); });
+    std::jthread b([&] { machine_status = impl_->machines->Run(leading); });
   }
   ctx.connections->Stop();
   ctx.recorder->Shutdown(std::chrono::seconds(2));
-  if (stop.stop_requested()) return kube::Status::Ok();
+  if (leading.stop_requested()) return kube::Status::Ok();
   return !cluster_status.ok() ? cluster_status : machine_status;
 }
 
