@@ -3,6 +3,8 @@
 #include "api/conditions.h"
 
 #include <ctime>
+#include <iomanip>
+#include <sstream>
 
 namespace caphv::api {
 
@@ -13,6 +15,14 @@ std::string FormatTime(std::chrono::system_clock::time_point t) {
   char buf[32];
   std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buf;
+}
+
+std::optional<std::chrono::system_clock::time_point> ParseTime(const std::string& text) {
+  std::tm tm{};
+  std::istringstream in(text);
+  in >> std::get_time(&tm, "%Y-%m-%dT%H:%M:%S");
+  if (in.fail()) return std::nullopt;
+  return std::chrono::system_clock::from_time_t(timegm(&tm));
 }
 
 std::string NowRfc3339() { return FormatTime(std::chrono::system_clock::now()); }

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,6 +29,9 @@ inline constexpr std::string_view kPausedCondition = "Paused";
 // RFC 3339 UTC with second precision, e.g. "2026-03-10T12:00:00Z".
 std::string FormatTime(std::chrono::system_clock::time_point t);
 std::string NowRfc3339();
+// The inverse of FormatTime (fractional seconds and zone ignored: UTC);
+// nullopt when `text` is not such a time.
+std::optional<std::chrono::system_clock::time_point> ParseTime(const std::string& text);
 
 // The condition of `type`, or nullptr.
 const Condition* FindCondition(const std::vector<Condition>& conditions, std::string_view type);

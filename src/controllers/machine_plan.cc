@@ -1,0 +1,414 @@
+// File: controllers/machine_plan.cc
+
+#include "controllers/machine_plan.h"
+
+#include <algorithm>
+#include <array>
+#include <regex>
+#include <set>
+
+#include "controllers/capi.h"
+#include "harvester/cloud_init.h"
+#include "harvester/resources.h"
+
+namespace caphv::controllers {
+
+namespace {
+
+using std::chrono::minutes;
+using std::chrono::seconds;
+
+constexpr std::array<std::string_view, 4> kReadyOrder = {kInfrastructureReady, kBootstrapDataReady,
+                                                         kVmIpAllocated, kVmProvisioningReady};
+
+class Planner {
+ public:
+  Planner(const MachineObservation& obs, MachinePlan& plan)
+      : obs_(obs),
+        plan_(plan),
+        conditions_(obs.hm.status.conditions, obs.hm.metadata.generation),
+        ns_(obs.hc ? obs.hc->spec.target_namespace : std::string()),
+        name_(obs.hm.metadata.name) {}
+
+  void Run() {
+    plan_.status = obs_.hm.status;
+    SyncPaused(conditions_, obs_.paused);
+    if (obs_.paused) {
+      plan_.wait = Wait::ForEvent("paused");
+    } else if (obs_.deleting) {
+      Delete();
+    } else {
+      Normal();
+    }
+    if (!obs_.paused) {
+      SummarizeReady(conditions_, plan_.status.ready.value_or(false), obs_.deleting, kReadyOrder);
+    }
+    plan_.status.conditions = conditions_.current();
+    plan_.events = conditions_.warnings();
+  }
+
+ private:
+  // --- outcomes ----------------------------------------------------------------
+  void Act(ActionKind kind, std::string name = {}, std::string value = {}, kube::Object body = {},
+           bool create = false) {
+    plan_.action = MachineAction{kind, std::move(name), std::move(value), std::move(body), create};
+  }
+  void WaitForEvent(std::string why) { plan_.wait = Wait::ForEvent(std::move(why)); }
+  void WaitFor(const ConnectionView& c, std::string why) {
+    plan_.wait = c.retry_after > kube::Clock::Duration::zero() ? Wait::After(c.retry_after, why)
+                                                               : Wait::ForEvent(why);
+  }
+  void Mark(std::string_view type, bool status, std::string_view reason, std::string message,
+            bool warn = false) {
+    conditions_.Mark(type, status, reason, std::move(message), warn);
+  }
+
+  bool PoolMode() const {
+    return obs_.hc && obs_.hc->spec.vm_network_config && !obs_.hm.spec.network_config;
+  }
+  // Nothing can exist on Harvester for a machine that never got a VM
+  // (providerID) nor an address.
+  bool NothingCreated() const {
+    return obs_.hm.spec.provider_id.empty() && obs_.hm.status.allocated_ip_address.empty();
+  }
+
+  // --- normal ------------------------------------------------------------------
+  void Normal() {
+    if (!obs_.machine_found) return WaitForEvent("waiting for Cluster API to set the owner Machine");
+    if (!obs_.has_finalizer) return Act(ActionKind::kAddFinalizer);
+    if (!obs_.cluster_found || !obs_.hc || !obs_.infrastructure_ready) {
+      Mark(kInfrastructureReady, false, "WaitingForClusterInfrastructure",
+           "waiting for the infrastructure of Cluster " + obs_.cluster_name + " to be ready");
+      return WaitForEvent("cluster infrastructure");
+    }
+    Mark(kInfrastructureReady, true, "InfrastructureReady", "");
+    if (obs_.bootstrap_secret.empty()) {
+      Mark(kBootstrapDataReady, false, "WaitingForBootstrapData",
+           "waiting for the bootstrap provider to set Machine.spec.bootstrap.dataSecretName");
+      return WaitForEvent("bootstrap data");
+    }
+    Mark(kBootstrapDataReady, true, "BootstrapDataReady", "");
+    if (!obs_.harvester.ready) {
+      Mark(kVmProvisioningReady, false, obs_.harvester.reason,
+           "no connection to Harvester: " + obs_.harvester.message,
+           obs_.harvester.reason != "Connecting");
+      return WaitFor(obs_.harvester, "Harvester connection");
+    }
+    const bool have_address = DeriveAddress();
+    if (obs_.vm && !obs_.vm->ours) {
+      Mark(kVmProvisioningReady, false, "VMNameConflict",
+           "VirtualMachine " + ns_ + "/" + name_ +
+               " exists on Harvester but does not belong to this cluster",
+           true);
+      return WaitForEvent("VM name conflict");
+    }
+    if (obs_.vm) return ReportVm(*obs_.vm);
+    if (PoolMode() && !have_address) return Allocate();
+    Create();
+  }
+
+  // Records the address this machine holds in its pools (status is
+  // re-derivable after clusterctl move); true when it has one (or needs none).
+  bool DeriveAddress() {
+    if (obs_.hm.spec.network_config) {
+      Mark(kVmIpAllocated, true, "StaticAddress",
+           obs_.hm.spec.network_config->address + " from spec.networkConfig");
+      return true;
+    }
+    if (!PoolMode()) {
+      Mark(kVmIpAllocated, true, "DHCP", "the VM's addresses come from DHCP");
+      return true;
+    }
+    const std::string owner = MachineOwnerId(obs_);
+    for (const auto& c : obs_.pools) {
+      if (!c.pool) continue;
+      auto held = harvester::AddressesOf(*c.pool, owner);
+      if (held.empty()) continue;
+      plan_.status.allocated_ip_address = held.front();
+      plan_.status.allocated_pool_ref = c.ref;
+      Mark(kVmIpAllocated, true, "VMIPAllocated", held.front() + " from IPPool " + c.ref);
+      return true;
+    }
+    return false;
+  }
+
+  void Allocate() {
+    const std::string owner = MachineOwnerId(obs_);
+    std::vector<harvester::PoolCandidate> configured;
+    for (const auto& ref : MachinePoolRefs(*obs_.hc)) {
+      auto it = std::find_if(obs_.pools.begin(), obs_.pools.end(),
+                             [&](const auto& c) { return c.ref == ref; });
+      configured.push_back(it != obs_.pools.end() ? *it : harvester::PoolCandidate{ref, {}});
+    }
+    auto d = harvester::DecideAllocation(configured, owner, obs_.hm.spec.networks);
+    if (d.outcome == harvester::AllocationDecision::Outcome::kExhausted) {
+      Mark(kVmIpAllocated, false, "VMIPPoolExhausted", "no IP address available: " + d.message,
+           true);
+      plan_.wait_for_pool = true;
+      return WaitForEvent("a free address in the IP pools");
+    }
+    const auto& pool = *std::find_if(configured.begin(), configured.end(),
+                                     [&](const auto& c) { return c.ref == d.pool; })
+                            ->pool;
+    auto patch = harvester::ReservePatch(pool, d.ip, owner);
+    if (!patch.ok()) {
+      Mark(kVmIpAllocated, false, "VMIPAllocationFailed", patch.status().message(), true);
+      plan_.wait = Wait::After(seconds(30), "allocation failed");
+      return;
+    }
+    Act(ActionKind::kReserveAddress, pool.name, d.ip, std::move(patch).value());
+  }
+
+  void Create() {
+    if (!obs_.inputs) return Act(ActionKind::kReadCreationInputs);
+    const CreationInputs& in = *obs_.inputs;
+    if (!in.error_reason.empty()) {
+      Mark(kVmProvisioningReady, false, in.error_reason, in.error_message, true);
+      plan_.wait = Wait::After(in.retry_after, "creation inputs");
+      return;
+    }
+    auto fail = [&](std::string_view reason, const std::string& message) {
+      Mark(kVmProvisioningReady, false, reason, message, true);
+      WaitForEvent("a change of the machine");
+    };
+    harvester::UserDataInputs ud;
+    ud.bootstrap = in.bootstrap_data;
+    ud.bootstrap_format = in.bootstrap_format;
+    ud.ssh_user = obs_.hm.spec.ssh_user;
+    ud.ssh_public_key = in.ssh_public_key;
+    auto user_data = harvester::MergeUserData(ud);
+    if (!user_data.ok()) return fail("InvalidBootstrapData", user_data.status().message());
+    auto nd_in = harvester::EffectiveNetworkData(obs_.hm.spec, obs_.hc->spec.vm_network_config,
+                                                 plan_.status.allocated_ip_address);
+    if (!nd_in.ok()) return fail("InvalidNetworkConfig", nd_in.status().message());
+    auto network_data = harvester::BuildNetworkData(*nd_in);
+    if (!network_data.ok()) return fail("InvalidNetworkConfig", network_data.status().message());
+
+    const harvester::ClusterIdentity identity = MachineIdentity(obs_);
+    harvester::CloudInitSecretInputs ci;
+    ci.name = harvester::CloudInitSecretName(name_);
+    ci.namespace_ = ns_;
+    ci.labels = harvester::ClusterLabels(identity);
+    ci.user_data = user_data->text;
+    ci.network_data = *network_data;
+    kube::Object secret = harvester::BuildCloudInitSecret(ci);
+    const std::string hash =
+        harvester::HexHash(user_data->text + "\n--- network ---\n" + *network_data, 16);
+    secret["metadata"]["annotations"][std::string(harvester::kAnnotationOwner)] = obs_.key;
+    secret["metadata"]["annotations"][std::string(kAnnotationContentHash)] = hash;
+    if (obs_.cloud_init_secret && !obs_.cloud_init_secret->ours) {
+      return fail("CloudInitSecretConflict",
+                  "Secret " + ns_ + "/" + ci.name +
+                      " exists on Harvester but does not belong to this cluster");
+    }
+    if (!obs_.cloud_init_secret || obs_.cloud_init_secret->content_hash != hash) {
+      return Act(ActionKind::kApplyCloudInitSecret, ci.name, {}, std::move(secret),
+                 !obs_.cloud_init_secret);
+    }
+
+    harvester::VmInputs vi;
+    vi.name = name_;
+    vi.namespace_ = ns_;
+    vi.machine_uid = obs_.hm.metadata.uid;
+    vi.cluster = identity;
+    vi.control_plane = obs_.control_plane;
+    vi.spec = obs_.hm.spec;
+    vi.images = in.images;
+    auto vm = harvester::BuildVirtualMachine(vi);
+    if (!vm.ok()) return fail("InvalidMachineSpec", vm.status().message());
+    (*vm)["metadata"]["annotations"][std::string(harvester::kAnnotationOwner)] = obs_.key;
+    Mark(kVmProvisioningReady, false, "VMProvisioning", "creating the VM");
+    Act(ActionKind::kCreateVm, name_, {}, std::move(vm).value());
+  }
+
+  void ReportVm(const VmView& vm) {
+    const std::string provider_id = std::string(api::kProviderIDPrefix) + vm.uid;
+    Mark(kMachineCreated, true, "MachineCreated", "");
+    if (obs_.hm.spec.provider_id.empty()) {
+      return Act(ActionKind::kSetProviderID, name_, provider_id);
+    }
+    if (obs_.hm.spec.provider_id != provider_id) {
+      Mark(kVmProvisioningReady, false, "ProviderIDMismatch",
+           "spec.providerID is " + obs_.hm.spec.provider_id + " but the VM is " + provider_id +
+               " (the VM was replaced outside CAPHV)",
+           true);
+      return WaitForEvent("providerID mismatch");
+    }
+    const std::string phase = obs_.vmi ? obs_.vmi->phase : std::string();
+    if (phase == "Failed") {
+      Mark(kVmProvisioningReady, false, "VMProvisioningFailed",
+           "the VM " + ns_ + "/" + name_ + " failed", true);
+      plan_.status.ready = false;
+      return WaitForEvent("the VM failed");
+    }
+    if (phase != "Running") {
+      Mark(kVmProvisioningReady, false, "VMProvisioning",
+           "waiting for the VM to run" + (phase.empty() ? std::string() : " (phase " + phase + ")"));
+      return WaitForEvent("the VM to run");
+    }
+    if (obs_.vmi->addresses.empty()) {
+      Mark(kVmProvisioningReady, false, "WaitingForIPAddress",
+           "the VM runs; waiting for the guest agent to report its IP address");
+      return WaitForEvent("the VM's address");
+    }
+    plan_.status.addresses = obs_.vmi->addresses;
+    plan_.status.ready = true;
+    plan_.status.initialization = api::Initialization{true};
+    Mark(kVmProvisioningReady, true, "VMProvisioningReady", "");
+    CheckNode(provider_id);
+  }
+
+  // Cluster API watches a workload cluster's Nodes only once its control
+  // plane is initialized; until then (the first control-plane machine of a
+  // machine-based control plane) it finds the Node only if it exists when
+  // the Machine is reconciled. Reporting the Node's registration updates
+  // this object, which makes Cluster API look again.
+  void CheckNode(const std::string& provider_id) {
+    if (obs_.machine_has_node_ref) {
+      Mark(kNodeRegistered, true, "NodeRegistered", "");
+      return WaitForEvent("nothing: the machine is provisioned");
+    }
+    if (!obs_.workload.ready) {
+      Mark(kNodeRegistered, false, "WaitingForWorkloadCluster",
+           "waiting for the workload cluster: " + obs_.workload.message);
+      return WaitFor(obs_.workload, "the workload cluster");
+    }
+    if (obs_.node_provider_id && *obs_.node_provider_id == provider_id) {
+      Mark(kNodeRegistered, true, "NodeRegistered",
+           "Node " + name_ + " registered with providerID " + provider_id);
+      return WaitForEvent("the Machine's nodeRef");
+    }
+    Mark(kNodeRegistered, false, "WaitingForNode",
+         "waiting for the guest to register Node " + name_ + " with providerID " + provider_id);
+    WaitForEvent("the Node");
+  }
+
+  // --- delete ------------------------------------------------------------------
+  void Delete() {
+    plan_.status.ready = false;
+    if (!obs_.has_finalizer) return WaitForEvent("nothing: no finalizer");
+    if (!obs_.hc) {
+      // Without its HarvesterCluster nothing can have been created (the VM
+      // waits for the cluster's infrastructure) unless the cluster went first.
+      if (NothingCreated()) return Act(ActionKind::kRemoveFinalizer);
+      Mark(kVmProvisioningReady, false, "HarvesterClusterNotFound",
+           "the HarvesterCluster of Cluster " + obs_.cluster_name +
+               " is gone: cannot delete the VM on Harvester (remove the finalizer to abandon it)",
+           true);
+      plan_.wait = Wait::After(minutes(1), "the HarvesterCluster");
+      return;
+    }
+    if (!obs_.harvester.ready) {
+      if (NothingCreated()) return Act(ActionKind::kRemoveFinalizer);
+      Mark(kVmProvisioningReady, false, obs_.harvester.reason,
+           "cannot delete the VM on Harvester: " + obs_.harvester.message +
+               " (restore the identity, or remove the finalizer to abandon the VM)",
+           obs_.harvester.reason != "Connecting");
+      return WaitFor(obs_.harvester, "Harvester connection");
+    }
+    // 1. The VM, then wait for it to go.
+    if (obs_.vm && obs_.vm->ours) {
+      if (!obs_.vm->deleting) {
+        if (!obs_.vm->pvcs_marked_for_removal && obs_.vm->remove_pvcs_patch) {
+          return Act(ActionKind::kMarkPvcsForRemoval, name_, {}, *obs_.vm->remove_pvcs_patch);
+        }
+        return Act(ActionKind::kDeleteVm, name_);
+      }
+      Mark(kVmProvisioningReady, false, "Deleting", "waiting for the VM to be deleted");
+      return WaitForEvent("the VM's deletion");
+    }
+    const bool foreign_vm = obs_.vm.has_value();
+    // The cache may lag behind a VM created an instant before: make sure.
+    if (!obs_.vm && !obs_.vm_absence_confirmed) return Act(ActionKind::kConfirmVmGone, name_);
+    // 2. Its PVCs: the names CAPHV gave them, and any "<name>-disk-<i>-<hash>"
+    // (beside a VM of another cluster, only the names of this machine's uid).
+    std::set<std::string> wanted;
+    for (size_t i = 0; i < obs_.hm.spec.volumes.size(); ++i) {
+      wanted.insert(harvester::PvcName(name_, obs_.hm.metadata.uid, i));
+    }
+    static const std::regex kDiskSuffix(R"(^-disk-[0-9]+-[a-z0-9]+$)");
+    std::vector<std::string> pending;
+    for (const auto& pvc : obs_.pvcs) {
+      const bool legacy = !foreign_vm && pvc.name.starts_with(name_) &&
+                          std::regex_match(pvc.name.substr(name_.size()), kDiskSuffix);
+      if (!wanted.contains(pvc.name) && !legacy) continue;
+      if (!pvc.deleting) return Act(ActionKind::kDeletePvc, pvc.name);
+      pending.push_back(pvc.name);
+    }
+    if (!pending.empty()) {
+      Mark(kVmProvisioningReady, false, "Deleting", "waiting for the VM's volumes to be deleted");
+      plan_.wait_for_pvcs = pending;
+      return WaitForEvent("the PVCs' deletion");
+    }
+    // 3. The cloud-init Secret, if it is this cluster's.
+    if (obs_.cloud_init_secret && obs_.cloud_init_secret->ours) {
+      return Act(ActionKind::kDeleteCloudInitSecret, harvester::CloudInitSecretName(name_));
+    }
+    // 4. The address, now that nothing uses it.
+    const std::string owner = MachineOwnerId(obs_);
+    for (const auto& c : obs_.pools) {
+      if (!c.pool) continue;
+      if (auto patch = harvester::ReleasePatch(*c.pool, owner)) {
+        return Act(ActionKind::kReleaseAddress, c.pool->name, {}, std::move(*patch));
+      }
+    }
+    plan_.status.allocated_ip_address.clear();
+    plan_.status.allocated_pool_ref.clear();
+    // 5. Done.
+    Act(ActionKind::kRemoveFinalizer);
+  }
+
+  const MachineObservation& obs_;
+  MachinePlan& plan_;
+  Conditions conditions_;
+  const std::string ns_;
+  const std::string name_;
+};
+
+}  // namespace
+
+std::string_view ActionName(ActionKind kind) {
+  switch (kind) {
+    case ActionKind::kAddFinalizer: return "AddFinalizer";
+    case ActionKind::kReadCreationInputs: return "ReadCreationInputs";
+    case ActionKind::kReserveAddress: return "ReserveAddress";
+    case ActionKind::kApplyCloudInitSecret: return "ApplyCloudInitSecret";
+    case ActionKind::kCreateVm: return "CreateVM";
+    case ActionKind::kSetProviderID: return "SetProviderID";
+    case ActionKind::kMarkPvcsForRemoval: return "MarkPVCsForRemoval";
+    case ActionKind::kDeleteVm: return "DeleteVM";
+    case ActionKind::kDeletePvc: return "DeletePVC";
+    case ActionKind::kDeleteCloudInitSecret: return "DeleteCloudInitSecret";
+    case ActionKind::kConfirmVmGone: return "ConfirmVMGone";
+    case ActionKind::kReleaseAddress: return "ReleaseAddress";
+    case ActionKind::kRemoveFinalizer: return "RemoveFinalizer";
+  }
+  return "Unknown";
+}
+
+std::string MachineOwnerId(const MachineObservation& obs) {
+  return harvester::IpOwnerId(obs.management_cluster_id, obs.hm.metadata.namespace_,
+                              obs.hm.metadata.name);
+}
+
+std::vector<std::string> MachinePoolRefs(const api::HarvesterCluster& hc) {
+  std::vector<std::string> refs;
+  if (!hc.spec.vm_network_config) return refs;
+  refs = harvester::OrderedPoolRefs(*hc.spec.vm_network_config);
+  if (refs.empty() && hc.spec.vm_network_config->ip_pool) {
+    refs.push_back(VmPoolName(hc.metadata.namespace_, hc.metadata.name));
+  }
+  return refs;
+}
+
+harvester::ClusterIdentity MachineIdentity(const MachineObservation& obs) {
+  return {obs.management_cluster_id, obs.hm.metadata.namespace_, obs.cluster_name};
+}
+
+MachinePlan PlanMachine(const MachineObservation& obs) {
+  MachinePlan plan;
+  Planner(obs, plan).Run();
+  return plan;
+}
+
+}  // namespace caphv::controllers

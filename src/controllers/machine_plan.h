@@ -1,0 +1,189 @@
+// File: controllers/machine_plan.h
+//
+// The HarvesterMachine planner: a pure function from what the reconciler
+// observed (MachineObservation, a plain value built from caches and the few
+// live reads the planner asked for) to the next write and the conditions to
+// report (MachinePlan). The reconciler executes the plan's action (one API
+// call), folds the result into the observation and plans again, until a plan
+// has no action; then it reports status once and returns the plan's Wait.
+//
+// Normal path (each step returns while it waits; waiting never blocks
+// deletion):
+//   owner Machine -> finalizer -> the Cluster's infrastructure is ready ->
+//   Machine.spec.bootstrap.dataSecretName is set -> Harvester connection ->
+//   [an address: one this machine already holds in the cluster's pools, else
+//   the next free one, in pool order] -> creation inputs (bootstrap data,
+//   KeyPair, images: live reads) -> cloud-init Secret -> VirtualMachine
+//   (POST; AlreadyExists is read back and adopted only if it carries this
+//   cluster's id) -> spec.providerID = harvester://<VM uid> -> addresses from
+//   the VMI -> ready -> NodeRegistered from the workload cluster's Node.
+// Delete path, strictly in this order: VM (PVCs marked for removal, then the
+// VM deleted; wait for it to go) -> PVCs -> cloud-init Secret -> a live read
+// confirming the VM is gone -> the address back to its pool -> finalizer.
+// Paused (Cluster.spec.paused or the paused annotation): no action at all,
+// deletion included (clusterctl move deletes paused objects it has copied).
+//
+// Every step the planner can take is a case of PlanMachine, unit-tested in
+// test/unit/controllers/machine_plan_test.cc.
+//
+// Thread safety: pure functions over values.
+
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "api/harvester_cluster.h"
+#include "api/harvester_machine.h"
+#include "controllers/reconcile.h"
+#include "harvester/ipam.h"
+#include "harvester/naming.h"
+#include "harvester/vm_builder.h"
+#include "kube/client.h"
+
+namespace caphv::controllers {
+
+// Condition types of a HarvesterMachine.
+inline constexpr std::string_view kInfrastructureReady = "InfrastructureReady";
+inline constexpr std::string_view kBootstrapDataReady = "BootstrapDataReady";
+inline constexpr std::string_view kVmProvisioningReady = "VMProvisioningReady";
+inline constexpr std::string_view kVmIpAllocated = "VMIPAllocated";
+inline constexpr std::string_view kMachineCreated = "MachineCreated";
+inline constexpr std::string_view kNodeRegistered = "NodeRegistered";
+
+// Annotation on the cloud-init Secret: a hash of its content, so an
+// unchanged Secret is never written again.
+inline constexpr std::string_view kAnnotationContentHash =
+    "harvester.infrastructure.cluster.x-k8s.io/content-hash";
+
+// A connection (to Harvester or to the workload cluster) as a planner sees it.
+struct ConnectionView {
+  bool ready = false;
+  std::string reason;   // when not ready
+  std::string message;  // when not ready
+  kube::Clock::Duration retry_after = kube::Clock::Duration::zero();  // 0: a waiter is woken
+  std::string server;                                                // when ready
+};
+
+struct VmView {
+  std::string uid;
+  bool ours = false;  // carries this cluster's id label
+  bool deleting = false;
+  bool pvcs_marked_for_removal = false;  // or it lists no PVC
+  std::optional<kube::Object> remove_pvcs_patch;
+};
+
+struct VmiView {
+  std::string phase;
+  std::vector<api::MachineAddress> addresses;
+};
+
+struct PvcView {
+  std::string name;
+  bool deleting = false;
+};
+
+struct SecretView {
+  bool ours = false;
+  std::string content_hash;
+};
+
+// What creating a VM needs beyond the caches: live reads, made once the
+// planner asks for them (ActionKind::kReadCreationInputs).
+struct CreationInputs {
+  // Set when an input is missing: the condition reason and message, and when
+  // to look again.
+  std::string error_reason;
+  std::string error_message;
+  kube::Clock::Duration retry_after = kube::Clock::Duration::zero();
+
+  std::string bootstrap_data;    // bootstrap Secret key `value`
+  std::string bootstrap_format;  // key `format`
+  std::string ssh_public_key;    // KeyPair spec.publicKey
+  std::map<std::string, harvester::ResolvedImage> images;  // by Volume.image_name
+};
+
+struct MachineObservation {
+  api::HarvesterMachine hm;  // hm.status is the status last reported
+  std::string key;           // "<namespace>/<name>"
+  bool deleting = false;
+  bool has_finalizer = false;  // ours or the Go provider's name
+  bool paused = false;
+
+  // Cluster API.
+  bool machine_found = false;
+  bool control_plane = false;        // the machine or its Machine is labelled control plane
+  std::string bootstrap_secret;      // Machine.spec.bootstrap.dataSecretName
+  bool machine_has_node_ref = false;
+  std::string cluster_name;
+  bool cluster_found = false;
+  bool infrastructure_ready = false;
+  std::optional<api::HarvesterCluster> hc;
+  std::string management_cluster_id;
+
+  // Harvester: meaningful only when `harvester.ready`.
+  ConnectionView harvester;
+  std::optional<VmView> vm;
+  bool vm_absence_confirmed = false;  // a live read found no VM
+  std::optional<VmiView> vmi;
+  std::vector<PvcView> pvcs;  // of the target namespace named "<vm>-disk-..."
+  std::optional<SecretView> cloud_init_secret;
+  // The pools named by the cluster (in order) and the one in
+  // status.allocatedPoolRef; pool == nullopt when not found.
+  std::vector<harvester::PoolCandidate> pools;
+  std::optional<CreationInputs> inputs;
+
+  // Workload cluster (only while the Machine has no nodeRef).
+  ConnectionView workload;
+  std::optional<std::string> node_provider_id;  // the Node of this name exists
+};
+
+enum class ActionKind {
+  kAddFinalizer,
+  kReadCreationInputs,
+  kReserveAddress,         // pool, ip; body: the pool merge patch
+  kApplyCloudInitSecret,   // body: the Secret; create = POST (not cached) or apply
+  kCreateVm,               // body: the VirtualMachine
+  kSetProviderID,          // value: harvester://<uid>
+  kMarkPvcsForRemoval,     // body: the VM merge patch
+  kDeleteVm,
+  kDeletePvc,              // name
+  kDeleteCloudInitSecret,
+  kConfirmVmGone,          // live GET of the VM
+  kReleaseAddress,         // pool; body: the pool merge patch
+  kRemoveFinalizer,
+};
+
+std::string_view ActionName(ActionKind kind);
+
+struct MachineAction {
+  ActionKind kind;
+  std::string name;   // PVC, pool, or Harvester object name
+  std::string value;  // ip, providerID
+  kube::Object body;
+  bool create = false;  // kApplyCloudInitSecret: POST rather than apply
+  bool operator==(const MachineAction&) const = default;
+};
+
+struct MachinePlan {
+  std::optional<MachineAction> action;  // the next write (or live read)
+  Wait wait;                            // when there is no action
+  api::HarvesterMachineStatus status;   // to report
+  std::vector<EventNote> events;        // Warning Events of condition transitions
+  bool wait_for_pool = false;           // wake on the next IPPool change
+  std::vector<std::string> wait_for_pvcs;  // wake when one of these is deleted
+};
+
+// The owner id this machine's pool entries carry.
+std::string MachineOwnerId(const MachineObservation& obs);
+// The pools to allocate from, in order (ipPoolRefs, else ipPoolRef, else the
+// pool CAPHV creates from the inline spec).
+std::vector<std::string> MachinePoolRefs(const api::HarvesterCluster& hc);
+// The cluster identity of the machine's Cluster.
+harvester::ClusterIdentity MachineIdentity(const MachineObservation& obs);
+
+MachinePlan PlanMachine(const MachineObservation& obs);
+
+}  // namespace caphv::controllers

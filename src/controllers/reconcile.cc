@@ -1,0 +1,80 @@
+// File: controllers/reconcile.cc
+
+#include "controllers/reconcile.h"
+
+#include "api/conditions.h"
+
+namespace caphv::controllers {
+
+void Conditions::Mark(std::string_view type, bool status, std::string_view reason,
+                      std::string message, bool warn) {
+  const api::Condition* before = api::FindCondition(reported_, type);
+  const std::string status_text(status ? api::kConditionTrue : api::kConditionFalse);
+  const bool transition =
+      before == nullptr || before->status != status_text || before->reason != reason;
+  if (warn && !status && transition) {
+    warnings_.push_back({true, std::string(reason), message});
+  }
+  api::Condition c;
+  c.type = std::string(type);
+  c.status = status_text;
+  c.reason = std::string(reason);
+  c.message = std::move(message);
+  c.observed_generation = generation_;
+  if (const api::Condition* now = api::FindCondition(current_, type);
+      now != nullptr && now->status == c.status && now->reason == c.reason &&
+      now->message == c.message && now->observed_generation == c.observed_generation) {
+    return;  // unchanged: keep the timestamps as reported
+  }
+  api::SetCondition(current_, std::move(c), api::NowRfc3339());
+}
+
+void Conditions::Remove(std::string_view type) { api::RemoveCondition(current_, type); }
+
+const api::Condition* Conditions::Find(std::string_view type) const {
+  return api::FindCondition(current_, type);
+}
+
+bool Conditions::IsTrue(std::string_view type) const {
+  return api::IsConditionTrue(current_, type);
+}
+
+void SummarizeReady(Conditions& conditions, bool ready, bool deleting,
+                    std::span<const std::string_view> order) {
+  if (deleting) {
+    conditions.Mark(api::kReadyCondition, false, "Deleting", "the object is being deleted");
+    return;
+  }
+  if (ready) {
+    conditions.Mark(api::kReadyCondition, true, "Ready", "");
+    return;
+  }
+  for (std::string_view type : order) {
+    const api::Condition* c = conditions.Find(type);
+    if (c != nullptr && c->status != api::kConditionTrue) {
+      conditions.Mark(api::kReadyCondition, false, c->reason, c->message);
+      return;
+    }
+  }
+}
+
+void SyncPaused(Conditions& conditions, bool paused) {
+  if (paused) {
+    conditions.Mark(api::kPausedCondition, true, "Paused",
+                    "reconciliation is paused (Cluster.spec.paused or the cluster.x-k8s.io/paused "
+                    "annotation)");
+  } else if (conditions.Find(api::kPausedCondition) != nullptr) {
+    conditions.Mark(api::kPausedCondition, false, "NotPaused", "");
+  }
+}
+
+kube::Result ResultOf(const Wait& wait) {
+  if (wait.kind == Wait::Kind::kRequeueAfter) return kube::Result::RequeueAfter(wait.after);
+  return kube::Result::Done();
+}
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace caphv::controllers

@@ -1,0 +1,108 @@
+// File: controllers/reconcile.h
+//
+// The pieces both reconcilers share, so that each reconcile is
+// observe -> plan -> execute -> report with one set of rules:
+//
+//   * Conditions: a planner sets conditions on a copy of the status last
+//     reported (Conditions::Mark). A change of status or reason against that
+//     report is a transition; a transition to False with a reason the planner
+//     flags as a warning yields one Warning Event, so repeating the same
+//     failure never floods the Event stream.
+//   * Ready: one summary rule for every kind (SummarizeReady).
+//   * Wait: how a plan that has no more writes to make ends the reconcile —
+//     an event will bring the object back (kEvent), or nothing can, so the
+//     key is requeued after a delay (kRequeueAfter). A plan never blocks.
+//   * Executors perform one API call per action and fold the result into the
+//     observation; kMaxSteps bounds the observe-plan-execute loop.
+//
+// Thread safety: values and pure functions.
+
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "api/common.h"
+#include "kube/clock.h"
+#include "kube/controller.h"
+
+namespace caphv::controllers {
+
+// Plans executed per reconcile before it returns (every step makes progress;
+// the bound only guards against a planner bug).
+inline constexpr int kMaxSteps = 24;
+
+struct EventNote {
+  bool warning = false;
+  std::string reason;
+  std::string message;
+  bool operator==(const EventNote&) const = default;
+};
+
+// Conditions being planned, compared with those last reported.
+class Conditions {
+ public:
+  Conditions(std::vector<api::Condition> reported, int64_t generation)
+      : reported_(reported), current_(std::move(reported)), generation_(generation) {}
+
+  // Sets condition `type`. When `warn` and the condition is False and
+  // transitioned (status or reason differ from the report), a Warning Event
+  // with `reason` and `message` is queued.
+  void Mark(std::string_view type, bool status, std::string_view reason, std::string message,
+            bool warn = false);
+  void Remove(std::string_view type);
+
+  const api::Condition* Find(std::string_view type) const;
+  bool IsTrue(std::string_view type) const;
+
+  const std::vector<api::Condition>& current() const { return current_; }
+  std::vector<api::Condition>& mutable_current() { return current_; }
+  const std::vector<EventNote>& warnings() const { return warnings_; }
+
+ private:
+  std::vector<api::Condition> reported_;
+  std::vector<api::Condition> current_;
+  int64_t generation_;
+  std::vector<EventNote> warnings_;
+};
+
+// The Ready condition of every CAPHV kind:
+//   deleting           False, Deleting
+//   ready              True, Ready
+//   otherwise          the first condition of `order` that is not True (its
+//                      status, reason and message); left as it is when none
+//                      of them is set yet.
+void SummarizeReady(Conditions& conditions, bool ready, bool deleting,
+                    std::span<const std::string_view> order);
+
+// The Paused condition: True while `paused`; False (NotPaused) once it was
+// set before; absent otherwise.
+void SyncPaused(Conditions& conditions, bool paused);
+
+struct Wait {
+  enum class Kind {
+    kEvent,         // an event brings the key back
+    kRequeueAfter,  // nothing will: look again after `after`
+  };
+  Kind kind = Kind::kEvent;
+  kube::Clock::Duration after = kube::Clock::Duration::zero();
+  std::string why;  // for the log (V(1))
+
+  static Wait ForEvent(std::string why) { return {Kind::kEvent, {}, std::move(why)}; }
+  static Wait After(kube::Clock::Duration d, std::string why) {
+    return {Kind::kRequeueAfter, d, std::move(why)};
+  }
+  bool operator==(const Wait&) const = default;
+};
+
+// The controller result of a plan that ended in `wait`.
+kube::Result ResultOf(const Wait& wait);
+
+// Seconds of a steady-clock interval, for the reconcile-duration histograms.
+double SecondsSince(std::chrono::steady_clock::time_point start);
+
+}  // namespace caphv::controllers
