@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "api/conditions.h"
+#include "kube/base64.h"
 
 namespace caphv::controllers {
 namespace {
@@ -223,7 +224,9 @@ TEST(MachinePlanTest, StaticAddressIsUsedWithoutPools) {
   EXPECT_EQ(Reason(p, kVmIpAllocated), "StaticAddress");
   ASSERT_TRUE(p.action);
   EXPECT_EQ(p.action->kind, ActionKind::kApplyCloudInitSecret);
-  EXPECT_NE(p.action->body.dump().find("10.9.0.50"), std::string::npos);
+  auto network_data = kube::Base64Decode(p.action->body["data"]["networkdata"].get<std::string>());
+  ASSERT_TRUE(network_data);
+  EXPECT_NE(network_data->find("10.9.0.50"), std::string::npos) << *network_data;
 }
 
 TEST(MachinePlanTest, MissingInputsAreReportedAndLookedAtAgainLater) {
@@ -393,7 +396,12 @@ TEST(MachinePlanTest, PausedDoesNothingAtAllDeletionIncluded) {
     EXPECT_EQ(Reason(p, api::kPausedCondition), "Paused");
   }
   auto o = Base(false);
-  o.hm.status.conditions.push_back({"Paused", "True", "Paused", "", 1, ""});
+  api::Condition paused;
+  paused.type = "Paused";
+  paused.status = "True";
+  paused.reason = "Paused";
+  paused.observed_generation = 1;
+  o.hm.status.conditions.push_back(paused);
   EXPECT_EQ(Reason(PlanMachine(o), api::kPausedCondition), "NotPaused");
 }
 
