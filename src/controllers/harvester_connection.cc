@@ -32,6 +32,8 @@ std::optional<kube::Request> OwnerOf(const kube::Object& o) {
   return r;
 }
 
+constexpr std::string_view kServiceAccountTokenType = "kubernetes.io/service-account-token";
+
 kube::EventHandler MapHandler(std::function<void(const kube::Object&)> f) {
   kube::EventHandler h;
   h.on_add = [f](const kube::ObjectPtr& o, bool) { f(*o); };
@@ -44,23 +46,50 @@ kube::EventHandler MapHandler(std::function<void(const kube::Object&)> f) {
 
 }  // namespace
 
+void CompactPvc(kube::Object& pvc) {
+  kube::Object meta = kube::Object::object();
+  if (auto m = pvc.find("metadata"); m != pvc.end() && m->is_object()) {
+    for (const char* k : {"name", "namespace", "uid", "labels", "annotations", "deletionTimestamp",
+                          "resourceVersion"}) {
+      if (auto v = m->find(k); v != m->end()) meta[k] = std::move(*v);
+    }
+  }
+  kube::Object out = kube::Object::object();
+  for (const char* k : {"apiVersion", "kind"}) {
+    if (auto v = pvc.find(k); v != pvc.end()) out[k] = std::move(*v);
+  }
+  out["metadata"] = std::move(meta);
+  pvc = std::move(out);
+}
+
+void CompactManagedSecret(kube::Object& secret) {
+  if (secret.value("type", "") == kServiceAccountTokenType) return;
+  secret.erase("data");
+  secret.erase("stringData");
+}
+
+std::string KubeconfigServer(const std::string& kubeconfig) {
+  auto config = kube::LoadKubeconfigString(kubeconfig, "/nonexistent");
+  return config.ok() ? config->server : std::string();
+}
+
 Connection::Connection(std::shared_ptr<kube::Client> client, std::string kubeconfig,
                        const ConnectionCallbacks& callbacks)
     : client_(std::move(client)), kubeconfig_(std::move(kubeconfig)), callbacks_(callbacks) {
   auto make = [this](const kube::GroupVersionResource& gvr, std::string label,
-                     std::string field = {}) {
+                     std::function<void(kube::Object&)> transform = {}) {
     kube::InformerOptions o;
     o.gvr = gvr;
     o.label_selector = std::move(label);
-    o.field_selector = std::move(field);
+    o.transform = std::move(transform);
     return std::make_shared<kube::Informer>(client_, std::move(o));
   };
   vms_ = make(harvester::kVirtualMachines, ManagedSelector());
   vmis_ = make(harvester::kVirtualMachineInstances, ManagedSelector());
   lbs_ = make(harvester::kLoadBalancers, ManagedSelector());
-  secrets_ = make(kube::resources::kSecrets, ManagedSelector(),
-                  "type=kubernetes.io/service-account-token");
+  secrets_ = make(kube::resources::kSecrets, ManagedSelector(), CompactManagedSecret);
   pools_ = make(harvester::kIPPools, "");
+  pvcs_ = make(kube::resources::kPersistentVolumeClaims, "", CompactPvc);
 
   auto machine = [this](const kube::Object& o) {
     if (auto r = OwnerOf(o); r && callbacks_.machine_event) callbacks_.machine_event(*r);
@@ -75,20 +104,37 @@ Connection::Connection(std::shared_ptr<kube::Client> client, std::string kubecon
     if (auto vm = vms_->store().Get(kube::NamespaceOf(vmi), kube::NameOf(vmi))) machine(*vm);
   }));
   lbs_->AddEventHandler(MapHandler(cluster));
-  secrets_->AddEventHandler(MapHandler(cluster));
+  // A token Secret belongs to the cloud provider of a HarvesterCluster; every
+  // other managed Secret (the cloud-init Secret) to a HarvesterMachine.
+  secrets_->AddEventHandler(MapHandler([machine, cluster](const kube::Object& s) {
+    if (s.value("type", "") == kServiceAccountTokenType) {
+      cluster(s);
+    } else {
+      machine(s);
+    }
+  }));
   pools_->AddEventHandler(MapHandler([this](const kube::Object&) { WakePoolWaiters(); }));
+  kube::EventHandler pvc_deleted;
+  pvc_deleted.on_delete = [this](const kube::DeletedObject& d) { WakePvcWaiters(d.key); };
+  pvcs_->AddEventHandler(std::move(pvc_deleted));
+}
+
+std::vector<kube::Informer*> Connection::Informers() const {
+  return {vms_.get(), vmis_.get(), lbs_.get(), secrets_.get(), pools_.get(), pvcs_.get()};
 }
 
 Connection::~Connection() {
-  for (auto* i : {&vms_, &vmis_, &lbs_, &secrets_, &pools_}) (*i)->Stop();
+  for (auto* i : Informers()) i->Stop();
 }
 
 kube::Status Connection::Start(std::stop_token stop) {
-  for (auto* i : {&vms_, &vmis_, &lbs_, &secrets_, &pools_}) (*i)->Start();
-  for (auto* i : {&vms_, &vmis_, &lbs_, &secrets_, &pools_}) {
-    if (!(*i)->WaitForSync(std::chrono::seconds(30), stop)) {
+  for (auto* i : Informers()) i->Start();
+  for (auto* i : Informers()) {
+    if (!i->WaitForSync(kHarvesterSyncTimeout, stop)) {
+      if (stop.stop_requested()) return {kube::StatusCode::kCancelled, "stopped"};
       return {kube::StatusCode::kUnavailable,
-              "the watch on Harvester " + (*i)->options().gvr.resource + " did not sync in 30s"};
+              "the watch on Harvester " + i->options().gvr.resource + " did not sync in " +
+                  std::to_string(kHarvesterSyncTimeout.count()) + "s"};
     }
   }
   return kube::Status::Ok();
@@ -127,6 +173,29 @@ void Connection::WaitForPool(const kube::Request& machine) {
   pool_waiters_.insert(machine.Key());
 }
 
+void Connection::WaitForDeletion(const std::string& pvc_key, const kube::Request& machine) {
+  {
+    std::lock_guard lock(mu_);
+    pvc_waiters_[pvc_key].insert(machine.Key());
+  }
+  // The store is updated before the handlers run: a PVC deleted before the
+  // waiter was registered is no longer in it.
+  if (!pvcs_->store().Get(pvc_key)) WakePvcWaiters(pvc_key);
+}
+
+void Connection::WakePvcWaiters(const std::string& pvc_key) {
+  std::set<std::string> waiters;
+  {
+    std::lock_guard lock(mu_);
+    auto it = pvc_waiters_.find(pvc_key);
+    if (it == pvc_waiters_.end()) return;
+    waiters.swap(it->second);
+    pvc_waiters_.erase(it);
+  }
+  if (!callbacks_.machine_event) return;
+  for (const auto& key : waiters) callbacks_.machine_event(kube::Request::FromKey(key));
+}
+
 void Connection::WakePoolWaiters() {
   std::set<std::string> waiters;
   {
@@ -147,6 +216,8 @@ std::shared_ptr<kube::Client> ConnectHarvester(const std::string& kubeconfig,
     return nullptr;
   }
   config->user_agent = "caphv-manager";
+  config->connect_timeout = kHarvesterConnectTimeout;
+  config->request_timeout = kHarvesterRequestTimeout;
   auto client = kube::Client::New(std::move(config).value());
   if (!client.ok()) {
     *error = {"MalformedIdentitySecret", client.status()};
@@ -157,7 +228,8 @@ std::shared_ptr<kube::Client> ConnectHarvester(const std::string& kubeconfig,
     const kube::Status& s = dep.status();
     if (s.code() == kube::StatusCode::kUnauthorized || s.code() == kube::StatusCode::kForbidden) {
       *error = {"HarvesterAuthenticationFailed",
-                {s.code(), "Harvester refused the identity's credentials: " + s.message()}};
+                {s.code(), "Harvester at " + (*client)->config().server +
+                               " refused the identity's credentials: " + s.message()}};
     } else if (s.IsNotFound()) {
       *error = {
           "NotHarvester",

@@ -6,17 +6,35 @@
 //
 // A Connection holds a kube::Client for that Harvester and informers over
 // the objects CAPHV creates there (selected by the managed-by label):
-// VirtualMachines, VirtualMachineInstances, LoadBalancers, service-account
-// token Secrets, plus every IPPool. Their events are mapped back, through the
-// owner annotation CAPHV writes (harvester/resources.h kAnnotationOwner), to
-// the HarvesterMachine or HarvesterCluster to reconcile; IPPool changes wake
-// the machines waiting for a free address. So reconcilers read Harvester
-// state from caches and never poll.
+// VirtualMachines, VirtualMachineInstances, LoadBalancers and Secrets (token
+// and cloud-init), plus every IPPool and every PersistentVolumeClaim
+// (metadata only: PVCs are made by Harvester from the VM's claim templates
+// and carry no CAPHV label). Events are mapped back, through the owner
+// annotation CAPHV writes (harvester/resources.h kAnnotationOwner), to the
+// object to reconcile:
+//   VM, VMI (through its VM)              -> machine_event(owner)
+//   Secret of type
+//     kubernetes.io/service-account-token -> cluster_event(owner)  (cloud provider token)
+//     any other type (cloud-init: Opaque) -> machine_event(owner)
+//   LoadBalancer                          -> cluster_event(owner)
+//   IPPool (any change)                   -> machine_event of each WaitForPool() waiter
+//   PVC deleted                           -> machine_event of each WaitForDeletion() waiter
+// So reconcilers read Harvester state from caches and never poll.
 //
-// The cache is keyed by the Secret's namespace/name. Get() compares the
-// Secret's resourceVersion (from the caller's metadata-only Secret informer)
-// with the one the connection was built from; when it changed and the
-// kubeconfig bytes changed too, the connection is rebuilt (old informers
+// Memory: the Secret cache drops `data`/`stringData` except for
+// service-account tokens (their token and ca.crt are read); the PVC cache
+// keeps name, namespace, uid, labels, annotations, deletionTimestamp and
+// resourceVersion only.
+//
+// Two caches of connections exist while the reconcilers are switched over:
+//   HarvesterConnections (controllers/harvester_connections.h): built in the
+//     background, never blocking a caller; the one to use.
+//   ConnectionCache (below): the old one, which builds under a global lock
+//     on the caller's thread; to be deleted.
+// ConnectionCache is keyed by the Secret's namespace/name. Get() compares
+// the Secret's resourceVersion (from the caller's metadata-only Secret
+// informer) with the one the connection was built from; when it changed and
+// the kubeconfig bytes changed too, the connection is rebuilt (old informers
 // stopped). Building checks that the target really is Harvester (Deployment
 // harvester-system/harvester exists and is Available). When the Secret is
 // deleted, the connection already built from it stays usable (so a
@@ -25,18 +43,21 @@
 // Errors carry a PascalCase reason for the caller's condition:
 // IdentitySecretUnavailable, MalformedIdentitySecret,
 // HarvesterAuthenticationFailed, NotHarvester, HarvesterConnectionFailed.
+// Their messages name the Harvester endpoint once it is known.
 //
-// Thread safety: all methods are safe for concurrent use. Building a
-// connection holds the cache lock (at most one build at a time).
+// Thread safety: all methods are safe for concurrent use. ConnectionCache
+// builds a connection under its lock (at most one build at a time).
 
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "kube/client.h"
 #include "kube/controller.h"
@@ -46,11 +67,21 @@
 namespace caphv::controllers {
 
 struct ConnectionCallbacks {
-  // A VM or VMI of this HarvesterMachine changed.
+  // A VM, VMI or cloud-init Secret of this HarvesterMachine changed, an
+  // IPPool changed while it waited for an address, or a PVC it waited for
+  // is gone.
   std::function<void(const kube::Request&)> machine_event;
   // A LoadBalancer or token Secret of this HarvesterCluster changed.
   std::function<void(const kube::Request&)> cluster_event;
 };
+
+// Connect and request timeouts of the clients CAPHV uses for Harvester:
+// short, so that a connection attempt to an unreachable Harvester ends soon
+// and is retried on the backoff of HarvesterConnections.
+inline constexpr std::chrono::seconds kHarvesterConnectTimeout{5};
+inline constexpr std::chrono::seconds kHarvesterRequestTimeout{20};
+// How long Start() waits for the informers to sync.
+inline constexpr std::chrono::seconds kHarvesterSyncTimeout{30};
 
 class Connection {
  public:
@@ -67,10 +98,17 @@ class Connection {
   const kube::Store& vms() const { return vms_->store(); }
   const kube::Store& vmis() const { return vmis_->store(); }
   const kube::Store& load_balancers() const { return lbs_->store(); }
+  // Every Secret labelled managed-by=caphv; data kept only for
+  // service-account tokens.
+  const kube::Store& secrets() const { return secrets_->store(); }
+  // The same store as secrets(): look token Secrets up by name there.
   const kube::Store& token_secrets() const { return secrets_->store(); }
   const kube::Store& pools() const { return pools_->store(); }
+  // Every PVC (metadata only).
+  const kube::Store& pvcs() const { return pvcs_->store(); }
 
-  // Starts the informers and waits for them to sync (bounded).
+  // Starts the informers and waits for them to sync (bounded by
+  // kHarvesterSyncTimeout); Cancelled when `stop` is requested first.
   kube::Status Start(std::stop_token stop);
 
   // Creates namespace `name` on Harvester unless this connection already
@@ -82,17 +120,32 @@ class Connection {
   // `machine` waits for an address; the next IPPool change enqueues it.
   void WaitForPool(const kube::Request& machine);
 
+  // `machine` waits until PVC `pvc_key` ("<namespace>/<name>") is deleted;
+  // its deletion enqueues it (at once when the cache no longer holds it).
+  void WaitForDeletion(const std::string& pvc_key, const kube::Request& machine);
+
  private:
   void WakePoolWaiters();
+  void WakePvcWaiters(const std::string& pvc_key);
+  std::vector<kube::Informer*> Informers() const;
 
   std::shared_ptr<kube::Client> client_;
   std::string kubeconfig_;
   ConnectionCallbacks callbacks_;
-  std::shared_ptr<kube::Informer> vms_, vmis_, lbs_, secrets_, pools_;
+  std::shared_ptr<kube::Informer> vms_, vmis_, lbs_, secrets_, pools_, pvcs_;
   std::mutex mu_;
-  std::set<std::string> namespaces_;    // guarded by mu_
-  std::set<std::string> pool_waiters_;  // request keys; guarded by mu_
+  std::set<std::string> namespaces_;                          // guarded by mu_
+  std::set<std::string> pool_waiters_;                        // request keys; guarded by mu_
+  std::map<std::string, std::set<std::string>> pvc_waiters_;  // PVC key -> request keys; mu_
 };
+
+// Informer transforms of Connection, exposed for tests.
+// PVC: keeps metadata.{name,namespace,uid,labels,annotations,
+// deletionTimestamp,resourceVersion} (and apiVersion/kind) only.
+void CompactPvc(kube::Object& pvc);
+// Secret: drops data and stringData unless the type is
+// kubernetes.io/service-account-token.
+void CompactManagedSecret(kube::Object& secret);
 
 // A connection failure with the reason to report.
 struct ConnectionError {
@@ -128,9 +181,13 @@ class ConnectionCache {
   std::map<std::string, Entry> entries_;  // guarded by mu_
 };
 
-// Builds a client from kubeconfig bytes and checks that it talks to
-// Harvester. Exposed for tests.
+// Builds a client from kubeconfig bytes (with kHarvesterConnectTimeout and
+// kHarvesterRequestTimeout) and checks that it talks to Harvester. Exposed
+// for tests.
 std::shared_ptr<kube::Client> ConnectHarvester(const std::string& kubeconfig,
                                                ConnectionError* error);
+
+// The server of a kubeconfig ("" when it cannot be parsed).
+std::string KubeconfigServer(const std::string& kubeconfig);
 
 }  // namespace caphv::controllers

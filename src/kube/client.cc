@@ -115,7 +115,8 @@ StatusOr<std::shared_ptr<Client>> Client::New(RestConfig config) {
 
 StatusOr<Object> Client::Do(std::string_view method, const std::string& path,
                             const std::string& body, std::string_view content_type) {
-  CAPHV_ASSIGN_OR_RETURN(TransportResponse resp, transport_->Do(method, path, body, content_type));
+  CAPHV_ASSIGN_OR_RETURN(TransportResponse resp,
+                         transport_->Do(method, path, body, content_type, config_.request_timeout));
   if (resp.status < 200 || resp.status >= 300) return Status::FromHttp(resp.status, resp.body);
   if (resp.body.empty()) return Object::object();
   auto j = Object::parse(resp.body, nullptr, /*allow_exceptions=*/false);

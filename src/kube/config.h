@@ -44,6 +44,11 @@ struct RestConfig {
   std::string user_agent = "caphv";
   double qps = 0;  // client-side rate limit; 0 = none (rely on APF)
   int burst = 0;
+  // TCP connect plus TLS handshake, for every request and watch.
+  std::chrono::milliseconds connect_timeout{10000};
+  // Whole request/response of a non-watch call (a watch ends on its own
+  // idle timeout instead).
+  std::chrono::milliseconds request_timeout{60000};
 
   // The bearer token to send, if any (token file first, then token).
   StatusOr<std::string> BearerToken() const;

@@ -105,7 +105,8 @@ Status Transport::Prepare(void* handle, std::string_view method, const std::stri
   std::string url = config_.server + path_and_query;
   curl_easy_setopt(h, CURLOPT_URL, url.c_str());
   curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
+                   static_cast<long>(config_.connect_timeout.count()));
   curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
   curl_easy_setopt(h, CURLOPT_USERAGENT, config_.user_agent.c_str());
   curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");

@@ -1,0 +1,139 @@
+// File: controllers/harvester_connections.cc
+
+#include "controllers/harvester_connections.h"
+
+#include "controllers/capi.h"
+#include "kube/base64.h"
+#include "kube/log.h"
+
+namespace caphv::controllers {
+
+namespace {
+
+std::string WaiterId(const Waiter& w) {
+  return (w.kind == Waiter::Kind::kCluster ? "cluster:" : "machine:") + w.request.Key();
+}
+
+kube::PoolOptions Options(kube::Clock* clock) {
+  kube::PoolOptions o;
+  o.name = "Harvester connection cache";
+  o.clock = clock;
+  return o;
+}
+
+}  // namespace
+
+HarvesterConnections::HarvesterConnections(std::shared_ptr<kube::Client> mgmt,
+                                           std::shared_ptr<kube::Informer> secrets,
+                                           ConnectionCallbacks callbacks, kube::Clock* clock)
+    : mgmt_(std::move(mgmt)),
+      secrets_(std::move(secrets)),
+      callbacks_(std::move(callbacks)),
+      pool_([this](const kube::BuildContext<Connection>& ctx) { return Build(ctx); },
+            Options(clock)) {
+  // A change of an identity Secret in use starts the new attempt at once
+  // (its waiters are woken when it ends), without waiting for a reconcile.
+  auto refresh = [this](const kube::Object& secret, bool deleted) {
+    const std::string key = kube::KeyOf(secret);
+    if (!pool_.Contains(key)) return;
+    pool_.Get(key, deleted ? std::string() : kube::ResourceVersionOf(secret));
+  };
+  kube::EventHandler h;
+  h.on_add = [refresh](const kube::ObjectPtr& o, bool) { refresh(*o, false); };
+  h.on_update = [refresh](const kube::ObjectPtr&, const kube::ObjectPtr& o) { refresh(*o, false); };
+  h.on_delete = [refresh](const kube::DeletedObject& d) {
+    if (d.object) refresh(*d.object, true);
+  };
+  handler_ = secrets_->AddEventHandler(std::move(h));
+}
+
+HarvesterConnections::~HarvesterConnections() { Stop(); }
+
+void HarvesterConnections::Stop() {
+  if (const auto id = handler_.exchange(0); id != 0) secrets_->RemoveEventHandler(id);
+  pool_.Stop();
+}
+
+std::string HarvesterConnections::VersionOf(const std::string& ns, const std::string& name) const {
+  auto meta = secrets_->store().Get(ns, name);
+  return meta ? kube::ResourceVersionOf(*meta) : std::string();
+}
+
+ConnectionLookup HarvesterConnections::Get(const std::string& ns, const std::string& name,
+                                           const Waiter& waiter) {
+  const std::string key = ns + "/" + name;
+  kube::PoolWaiter w;
+  w.id = WaiterId(waiter);
+  w.notify = [callbacks = &callbacks_, waiter] {
+    const auto& f =
+        waiter.kind == Waiter::Kind::kCluster ? callbacks->cluster_event : callbacks->machine_event;
+    if (f) f(waiter.request);
+  };
+  auto l = pool_.Get(key, VersionOf(ns, name), w);
+  ConnectionLookup out;
+  out.connection = std::move(l.value);
+  if (out.connection) return out;
+  out.reason = std::move(l.reason);
+  out.message = std::move(l.message);
+  out.retry_after = std::chrono::ceil<std::chrono::milliseconds>(l.retry_after);
+  return out;
+}
+
+void HarvesterConnections::Sweep(const std::function<bool(const std::string&)>& in_use) {
+  pool_.Sweep(in_use);
+}
+
+kube::BuildResult<Connection> HarvesterConnections::Build(
+    const kube::BuildContext<Connection>& ctx) {
+  using Result = kube::BuildResult<Connection>;
+  const auto slash = ctx.key.find('/');
+  const std::string ns = ctx.key.substr(0, slash);
+  const std::string name = slash == std::string::npos ? ctx.key : ctx.key.substr(slash + 1);
+  const std::string identity = "identity Secret " + ctx.key;
+  auto log = kube::log::Root().WithName("harvester");
+  ctx.SetProgress("connecting to Harvester with the " + identity);
+
+  auto secret = mgmt_->Get(kube::resources::kSecrets, ns, name);
+  if (!secret.ok() && secret.status().IsNotFound() && ctx.previous) {
+    // Deleting a namespace removes its Secrets at once while the clusters
+    // and machines in it wait on their finalizers: keep using the last
+    // known credentials so their Harvester objects can still be deleted.
+    return Result::KeepPrevious();
+  }
+  if (!secret.ok()) {
+    return Result::Failed("IdentitySecretUnavailable",
+                          "cannot read the " + identity + ": " + secret.status().message());
+  }
+  const std::string encoded = Str(*secret, {"data", "kubeconfig"});
+  auto kubeconfig = kube::Base64Decode(encoded);
+  if (encoded.empty() || !kubeconfig) {
+    return Result::Failed("MalformedIdentitySecret",
+                          "the " + identity + " has no key `kubeconfig`");
+  }
+  if (ctx.previous && ctx.previous->kubeconfig() == *kubeconfig) return Result::KeepPrevious();
+
+  const std::string server = KubeconfigServer(*kubeconfig);
+  if (!server.empty()) {
+    ctx.SetProgress("connecting to Harvester at " + server + " with the " + identity);
+  }
+  ConnectionError error;
+  auto client = ConnectHarvester(*kubeconfig, &error);
+  if (!client) {
+    log.Info("Cannot connect to Harvester", {{"identity", ctx.key},
+                                             {"server", server},
+                                             {"reason", error.reason},
+                                             {"error", error.status.message()}});
+    return Result::Failed(error.reason, error.status.message() + " (" + identity + ")");
+  }
+  if (ctx.stop.stop_requested()) return Result::Failed("Stopped", "stopped");
+  auto conn = std::make_shared<Connection>(client, *kubeconfig, callbacks_);
+  if (auto s = conn->Start(ctx.stop); !s.ok()) {
+    return Result::Failed(
+        "HarvesterConnectionFailed",
+        "Harvester at " + client->config().server + ": " + s.message() + " (" + identity + ")");
+  }
+  log.Info("Connected to Harvester", {{"identity", ctx.key}, {"server", conn->server()}});
+  return Result::Ready(std::move(conn));
+}
+
+}  // namespace caphv::controllers

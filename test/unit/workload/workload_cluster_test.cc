@@ -1,0 +1,142 @@
+// File: test/unit/workload/workload_cluster_test.cc
+//
+// The pure parts of the workload layer: the Node transform, reading the
+// `<cluster>-kubeconfig` Secret, the client config; and WorkloadClusters
+// while the kubeconfig Secret does not exist (nothing is built: the waiter
+// is woken when the Secret appears), driven through the Secret informer's
+// entry points without any apiserver. Building and the Node watch are
+// covered against the test bed in test/integration/workload/.
+
+#include "workload/workload_cluster.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "kube/base64.h"
+
+namespace caphv::workload {
+namespace {
+
+using kube::Object;
+
+constexpr char kKubeconfig[] =
+    "apiVersion: v1\nkind: Config\ncurrent-context: main\n"
+    "clusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:6443\n"
+    "contexts:\n- name: main\n  context:\n    cluster: c\n    user: u\n"
+    "users:\n- name: u\n  user:\n    token: abc\n";
+
+Object Secret(const std::string& ns, const std::string& name, const std::string& rv) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Secret"},
+          {"metadata", {{"namespace", ns}, {"name", name}, {"resourceVersion", rv}}}};
+}
+
+kube::WatchEvent Added(Object o) {
+  kube::WatchEvent e;
+  e.type = kube::WatchEvent::Type::kAdded;
+  e.object = std::move(o);
+  return e;
+}
+
+TEST(CompactNodeTest, KeepsMetadataSpecAndTheStatusFieldsRead) {
+  Object node = {
+      {"apiVersion", "v1"},
+      {"kind", "Node"},
+      {"metadata", {{"name", "n1"}, {"labels", {{"a", "b"}}}}},
+      {"spec", {{"providerID", "harvester://uid"}}},
+      {"status",
+       {{"conditions", Object::array({{{"type", "Ready"}, {"status", "True"}}})},
+        {"nodeInfo", {{"kubeletVersion", "v1.33.0"}}},
+        {"addresses", Object::array({{{"type", "InternalIP"}, {"address", "10.0.0.5"}}})},
+        {"images", Object::array({{{"names", Object::array({"big:1"})}, {"sizeBytes", 1}}})},
+        {"capacity", {{"cpu", "2"}}},
+        {"volumesInUse", Object::array({"v"})}}}};
+  CompactNode(node);
+  EXPECT_EQ(node["metadata"]["name"], "n1");
+  EXPECT_EQ(node["metadata"]["labels"]["a"], "b");
+  EXPECT_EQ(node["spec"]["providerID"], "harvester://uid");
+  EXPECT_EQ(node["status"]["conditions"][0]["type"], "Ready");
+  EXPECT_EQ(node["status"]["nodeInfo"]["kubeletVersion"], "v1.33.0");
+  EXPECT_EQ(node["status"]["addresses"][0]["address"], "10.0.0.5");
+  EXPECT_FALSE(node["status"].contains("images"));
+  EXPECT_FALSE(node["status"].contains("capacity"));
+  EXPECT_FALSE(node["status"].contains("volumesInUse"));
+  EXPECT_EQ(node["kind"], "Node");
+}
+
+TEST(CompactNodeTest, NodeWithoutStatusStaysWithoutStatus) {
+  Object node = {{"metadata", {{"name", "n1"}}}, {"spec", Object::object()}};
+  CompactNode(node);
+  EXPECT_FALSE(node.contains("status"));
+  EXPECT_EQ(node["metadata"]["name"], "n1");
+}
+
+TEST(KubeconfigOfTest, DecodesValue) {
+  Object s = Secret("ns", "c-kubeconfig", "1");
+  s["data"] = {{"value", kube::Base64Encode(kKubeconfig)}};
+  auto k = KubeconfigOf(s);
+  ASSERT_TRUE(k.ok()) << k.status().ToString();
+  EXPECT_EQ(*k, kKubeconfig);
+}
+
+TEST(KubeconfigOfTest, MissingOrUndecodableValueIsInvalid) {
+  Object s = Secret("ns", "c-kubeconfig", "1");
+  EXPECT_EQ(KubeconfigOf(s).status().code(), kube::StatusCode::kInvalidArgument);
+  s["data"] = {{"other", kube::Base64Encode("x")}};
+  EXPECT_NE(KubeconfigOf(s).status().message().find("`value`"), std::string::npos);
+  s["data"] = {{"value", "!!!not base64"}};
+  EXPECT_EQ(KubeconfigOf(s).status().code(), kube::StatusCode::kInvalidArgument);
+}
+
+TEST(WorkloadConfigTest, ShortTimeoutsForBackgroundUse) {
+  auto c = WorkloadConfig(kKubeconfig);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->server, "https://127.0.0.1:6443");
+  EXPECT_EQ(c->connect_timeout, kWorkloadConnectTimeout);
+  EXPECT_EQ(c->request_timeout, kWorkloadRequestTimeout);
+  EXPECT_EQ(c->user_agent, "caphv-manager");
+  EXPECT_FALSE(WorkloadConfig("not: [a kubeconfig").ok());
+}
+
+TEST(WorkloadClustersTest, MissingSecretBuildsNothingAndWakesTheWaiterWhenItAppears) {
+  kube::InformerOptions o;
+  o.gvr = kube::resources::kSecrets;
+  auto secrets = std::make_shared<kube::Informer>(nullptr, o);
+  secrets->Replace({Secret("ns", "unrelated", "1")}, "1");
+  std::vector<std::string> woken;
+  WorkloadCallbacks cb;
+  cb.wake = [&](const kube::Request& r) { woken.push_back(r.Key()); };
+  // No management client: nothing may be read while the Secret is absent.
+  WorkloadClusters clusters(nullptr, secrets, cb);
+
+  auto l = clusters.Get("ns", "c1", {"ns", "m1"});
+  EXPECT_EQ(l.cluster, nullptr);
+  EXPECT_EQ(l.reason, "KubeconfigSecretUnavailable");
+  EXPECT_NE(l.message.find("ns/c1-kubeconfig"), std::string::npos) << l.message;
+  EXPECT_EQ(l.retry_after, std::chrono::milliseconds(0));
+  clusters.Get("ns", "c1", {"ns", "m2"});
+  clusters.Get("ns", "c1", {"ns", "m1"});
+  clusters.Get("ns", "c2", {"ns", "m3"});
+
+  // Other Secrets wake nobody.
+  secrets->Apply(Added(Secret("ns", "c3-kubeconfig", "2")));
+  secrets->Apply(Added(Secret("other", "c1-kubeconfig", "3")));
+  EXPECT_TRUE(woken.empty());
+  secrets->Apply(Added(Secret("ns", "c1-kubeconfig", "4")));
+  EXPECT_EQ(woken, (std::vector<std::string>{"ns/m1", "ns/m2"}));
+
+  // Swept keys forget their waiters.
+  clusters.Sweep([](const std::string&) { return false; });
+  secrets->Apply(Added(Secret("ns", "c2-kubeconfig", "5")));
+  EXPECT_EQ(woken.size(), 2u);
+
+  clusters.Stop();
+  auto stopped = clusters.Get("ns", "c1", {"ns", "m1"});
+  EXPECT_EQ(stopped.reason, "Stopped");
+  EXPECT_EQ(stopped.cluster, nullptr);
+}
+
+}  // namespace
+}  // namespace caphv::workload
