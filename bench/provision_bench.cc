@@ -33,7 +33,14 @@
 //                         manager's /metrics when all are ready, divided by N
 //                         (-1: /metrics unreachable),
 //   reconcile_errors_per_machine  the share of those with result="error"
-//                         (optimistic-concurrency conflicts among them).
+//                         (optimistic-concurrency conflicts among them),
+//   <cluster>_writes_per_machine, <cluster>_reads_per_machine  for mgmt,
+//                         harvester and workload: the manager's create +
+//                         update + patch + delete, and get + list requests
+//                         while provisioning, counted by the apiservers'
+//                         audit logs (bed started with CAPHV_TESTBED_AUDIT=1;
+//                         -1 without), divided by N; writes_per_machine their
+//                         sum over the three apiservers.
 //
 // Run (needs a bed: hack/testbed up --dir DIR --with-capi --with-harvester):
 //   CAPHV_TESTBED=DIR CAPHV_BUILD_DIR=BUILD CAPHV_SOURCE_DIR=SRC BUILD/bench/provision_bench
@@ -68,6 +75,7 @@
 #include <thread>
 #include <vector>
 
+#include "audit_counts.h"
 #include "kube/base64.h"
 #include "kube/client.h"
 #include "support/testbed.h"
@@ -494,6 +502,11 @@ void BM_ProvisionAndDelete(benchmark::State& state) {
     std::optional<ResidentSampler> sampler;
     sampler.emplace(run.manager_pid());
 
+    std::map<std::string, AuditWindow> audit;
+    for (const char* cluster : {"mgmt", "harvester", "workload"}) {
+      audit.emplace(cluster, AuditWindow(std::filesystem::path(std::getenv("CAPHV_TESTBED")) /
+                                         "logs" / ("audit-" + std::string(cluster) + ".log")));
+    }
     const double cpu_before_s = CpuSeconds(run.manager_pid());
     const auto start = Clock::now();
     if (std::string error = run.CreateAll(); !error.empty()) {
@@ -508,6 +521,20 @@ void BM_ProvisionAndDelete(benchmark::State& state) {
     const int64_t rss_ready_kib = ResidentKiB(run.manager_pid());
     const double cpu_ready_s = CpuSeconds(run.manager_pid()) - cpu_before_s;
     const auto reconciles = ReconcilesByResult(run.metrics_port(), "harvestermachine");
+    double writes_total = 0;
+    for (const auto& [cluster, window] : audit) {
+      double writes = -1, reads = -1;
+      if (window.available()) {
+        writes = reads = 0;
+        for (const auto& [verb, count] : window.Count("caphv-manager")) {
+          (verb == "get" || verb == "list" ? reads : writes) += count;
+        }
+        writes_total += writes;
+      }
+      state.counters[cluster + "_writes_per_machine"] = writes < 0 ? -1 : writes / n;
+      state.counters[cluster + "_reads_per_machine"] = reads < 0 ? -1 : reads / n;
+    }
+    state.counters["writes_per_machine"] = writes_total / n;
     if (!all_ready) {
       const std::string error = std::to_string(ready) + "/" + std::to_string(n) +
                                 " machines ready after the bound, see " + run.log_path();

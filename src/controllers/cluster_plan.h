@@ -47,7 +47,7 @@
 #include <vector>
 
 #include "api/harvester_cluster.h"
-#include "controllers/machine_plan.h"  // ConnectionView, kInfrastructureReady
+#include "controllers/machine_plan.h"  // kInfrastructureReady
 #include "controllers/reconcile.h"
 #include "harvester/cloud_provider.h"
 #include "harvester/load_balancer.h"

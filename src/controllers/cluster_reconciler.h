@@ -1,33 +1,37 @@
 // File: controllers/cluster_reconciler.h
 //
 // HarvesterClusterReconciler: the Cluster API InfraCluster side of CAPHV.
+// Each reconcile is observe -> plan -> execute -> report:
+//   * Observe (cluster_observe.cc) builds a ClusterObservation from caches
+//     only: the HarvesterCluster, its owner Cluster (pause), the cluster's
+//     HarvesterMachines, and — through a Harvester connection that never
+//     blocks (HarvesterConnections::Get answers at once) — the cached IPPools,
+//     LoadBalancer and token Secret.
+//   * PlanCluster (cluster_plan.h) decides the next action and the status.
+//   * Execute (cluster_execute.cc) makes one API call per action and folds
+//     its result into the observation; live reads (the manifests ConfigMap,
+//     a LoadBalancer the cache does not show during deletion) are actions.
+//   * Report (cluster_reconciler.cc) emits the plan's events, writes the
+//     status once by server-side apply (recorded in the informer for
+//     read-your-writes) and returns the plan's Wait.
+// The steps of the normal and the delete path are documented in
+// cluster_plan.h.
 //
-// Normal path, each step a short function that returns early while it waits
-// for an event:
-//   owner Cluster -> pause -> finalizer -> Harvester connection (identity
-//   Secret) -> target namespace -> IP pools CAPHV creates from inline specs
-//   -> control-plane LoadBalancer -> spec.controlPlaneEndpoint from its
-//   address (once; a user-set endpoint is respected and no load balancer is
-//   made) -> cloud-provider credentials (ServiceAccount, bindings, token
-//   Secret, cloud-config injected into the bootstrap manifests ConfigMap)
-//   -> status.ready / initialization.provisioned.
-// Delete path: wait until no HarvesterMachine of the cluster is left, then
-// delete the LoadBalancer (and wait until it is gone), the IPPools CAPHV
-// created, the cloud-provider objects, and only then the finalizer.
-//
-// Every condition carries a PascalCase reason; transitions emit Events; the
-// status is written by server-side apply at the end of each reconcile.
-//
-// Thread safety: Reconcile() may run concurrently for different keys.
+// Thread safety: Reconcile() may run concurrently for different keys; the
+// metrics-label map is guarded by mu_.
 
 #pragma once
 
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 
+#include "api/harvester_cluster.h"
+#include "controllers/cluster_plan.h"
 #include "controllers/context.h"
 #include "kube/controller.h"
+#include "kube/log.h"
 
 namespace caphv::controllers {
 
@@ -37,17 +41,35 @@ class HarvesterClusterReconciler {
   kube::Result Reconcile(const kube::Request& req);
 
  private:
-  struct Scope;
-  kube::Result ReconcileNormal(Scope& s);
-  kube::Result ReconcileDelete(Scope& s);
-  kube::Result ReconcileLoadBalancer(Scope& s);
-  kube::Result ReconcileCloudProvider(Scope& s);
-  kube::Status ReconcilePools(Scope& s);
-  void Emit(Scope& s, bool warning, std::string_view reason, const std::string& message);
+  // One reconcile's handles.
+  struct Run {
+    kube::Request req;
+    kube::ObjectPtr object;            // the HarvesterCluster as last read or written
+    std::shared_ptr<Connection> conn;  // set when the connection is ready
+    kube::log::Logger log;
+    std::string metrics_label;  // "<ns>/<Cluster name>"; "" without an owner
+    bool finalizer_removed = false;
+  };
+
+  // cluster_observe.cc
+  ClusterObservation Observe(Run& r, api::HarvesterCluster hc);
+  void ObserveHarvester(Run& r, ClusterObservation& o);
+
+  // cluster_execute.cc
+  kube::Status Execute(Run& r, const ClusterAction& a, ClusterObservation& o);
+  kube::Status ExecuteManagement(Run& r, const ClusterAction& a, ClusterObservation& o);
+  kube::Status ExecuteHarvester(Run& r, const ClusterAction& a, ClusterObservation& o);
+  // Merge-patches the HarvesterCluster and records the result.
+  kube::Status PatchCluster(Run& r, const kube::Object& patch);
+
+  // cluster_reconciler.cc
+  kube::Result Report(Run& r, const ClusterObservation& o, ClusterPlan plan,
+                      const ClusterAction* failed, const kube::Status& error);
+  void Emit(Run& r, const EventNote& e);
 
   Context& ctx_;
   std::mutex mu_;
-  std::map<std::string, std::string> cluster_label_of_;  // HarvesterCluster key -> metrics label
+  std::map<std::string, std::string> label_of_;  // HarvesterCluster key -> metrics label
 };
 
 }  // namespace caphv::controllers

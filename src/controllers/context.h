@@ -2,7 +2,8 @@
 //
 // What the reconcilers share: the management-cluster client, the informers
 // over the management cluster (their caches are what reconcilers read), the
-// Harvester connections, the event recorder and the management cluster's id
+// Harvester connections and workload clusters (both built in the background:
+// a lookup never blocks), the event recorder and the management cluster's id
 // (the uid of its kube-system namespace; it makes Harvester owner ids unique
 // across management clusters).
 //
@@ -14,10 +15,11 @@
 #include <memory>
 #include <string>
 
-#include "controllers/harvester_connection.h"
+#include "controllers/harvester_connections.h"
 #include "kube/client.h"
 #include "kube/events.h"
 #include "kube/informer.h"
+#include "workload/workload_cluster.h"
 
 namespace caphv::controllers {
 
@@ -28,7 +30,8 @@ struct Context {
   std::shared_ptr<kube::Informer> clusters;  // cluster.x-k8s.io Clusters
   std::shared_ptr<kube::Informer> machines;  // cluster.x-k8s.io Machines
   std::shared_ptr<kube::Informer> secrets;   // metadata only (data stripped)
-  std::shared_ptr<ConnectionCache> connections;
+  std::shared_ptr<HarvesterConnections> connections;
+  std::shared_ptr<workload::WorkloadClusters> workloads;
   std::shared_ptr<kube::EventRecorder> recorder;
   std::string management_cluster_id;
 };

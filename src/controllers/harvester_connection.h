@@ -26,27 +26,18 @@
 // keeps name, namespace, uid, labels, annotations, deletionTimestamp and
 // resourceVersion only.
 //
-// Two caches of connections exist while the reconcilers are switched over:
-//   HarvesterConnections (controllers/harvester_connections.h): built in the
-//     background, never blocking a caller; the one to use.
-//   ConnectionCache (below): the old one, which builds under a global lock
-//     on the caller's thread; to be deleted.
-// ConnectionCache is keyed by the Secret's namespace/name. Get() compares
-// the Secret's resourceVersion (from the caller's metadata-only Secret
-// informer) with the one the connection was built from; when it changed and
-// the kubeconfig bytes changed too, the connection is rebuilt (old informers
-// stopped). Building checks that the target really is Harvester (Deployment
-// harvester-system/harvester exists and is Available). When the Secret is
-// deleted, the connection already built from it stays usable (so a
-// namespace being deleted can still clean its Harvester objects up).
+// Connections are built and cached by HarvesterConnections
+// (controllers/harvester_connections.h), in the background: a reconcile
+// never waits on a Harvester. ConnectHarvester checks that the target really
+// is Harvester (Deployment harvester-system/harvester exists and is
+// Available).
 //
 // Errors carry a PascalCase reason for the caller's condition:
 // IdentitySecretUnavailable, MalformedIdentitySecret,
 // HarvesterAuthenticationFailed, NotHarvester, HarvesterConnectionFailed.
 // Their messages name the Harvester endpoint once it is known.
 //
-// Thread safety: all methods are safe for concurrent use. ConnectionCache
-// builds a connection under its lock (at most one build at a time).
+// Thread safety: all methods are safe for concurrent use.
 
 #pragma once
 
@@ -151,34 +142,6 @@ void CompactManagedSecret(kube::Object& secret);
 struct ConnectionError {
   std::string reason;
   kube::Status status;
-};
-
-class ConnectionCache {
- public:
-  // `secrets` is a metadata-only informer over the management cluster's
-  // Secrets (for resourceVersions); `mgmt` reads the Secret data.
-  ConnectionCache(std::shared_ptr<kube::Client> mgmt, std::shared_ptr<kube::Informer> secrets,
-                  ConnectionCallbacks callbacks);
-  ~ConnectionCache();
-
-  // The connection of identity Secret `ns/name`; nullptr with `error` set on
-  // failure.
-  std::shared_ptr<Connection> Get(const std::string& ns, const std::string& name,
-                                  ConnectionError* error, std::stop_token stop = {});
-
-  // Stops every connection's informers.
-  void Stop();
-
- private:
-  struct Entry {
-    std::string resource_version;
-    std::shared_ptr<Connection> connection;
-  };
-  std::shared_ptr<kube::Client> mgmt_;
-  std::shared_ptr<kube::Informer> secrets_;
-  ConnectionCallbacks callbacks_;
-  std::mutex mu_;
-  std::map<std::string, Entry> entries_;  // guarded by mu_
 };
 
 // Builds a client from kubeconfig bytes (with kHarvesterConnectTimeout and

@@ -74,7 +74,8 @@ class Planner {
 
   // --- normal ------------------------------------------------------------------
   void Normal() {
-    if (!obs_.machine_found) return WaitForEvent("waiting for Cluster API to set the owner Machine");
+    if (!obs_.machine_found)
+      return WaitForEvent("waiting for Cluster API to set the owner Machine");
     if (!obs_.has_finalizer) return Act(ActionKind::kAddFinalizer);
     if (!obs_.cluster_found || !obs_.hc || !obs_.infrastructure_ready) {
       Mark(kInfrastructureReady, false, "WaitingForClusterInfrastructure",
@@ -147,9 +148,9 @@ class Planner {
       plan_.wait_for_pool = true;
       return WaitForEvent("a free address in the IP pools");
     }
-    const auto& pool = *std::find_if(configured.begin(), configured.end(),
-                                     [&](const auto& c) { return c.ref == d.pool; })
-                            ->pool;
+    const auto& pool = *std::find_if(configured.begin(), configured.end(), [&](const auto& c) {
+                          return c.ref == d.pool;
+                        })->pool;
     auto patch = harvester::ReservePatch(pool, d.ip, owner);
     if (!patch.ok()) {
       Mark(kVmIpAllocated, false, "VMIPAllocationFailed", patch.status().message(), true);
@@ -242,8 +243,9 @@ class Planner {
       return WaitForEvent("the VM failed");
     }
     if (phase != "Running") {
-      Mark(kVmProvisioningReady, false, "VMProvisioning",
-           "waiting for the VM to run" + (phase.empty() ? std::string() : " (phase " + phase + ")"));
+      Mark(
+          kVmProvisioningReady, false, "VMProvisioning",
+          "waiting for the VM to run" + (phase.empty() ? std::string() : " (phase " + phase + ")"));
       return WaitForEvent("the VM to run");
     }
     if (obs_.vmi->addresses.empty()) {
@@ -369,19 +371,32 @@ class Planner {
 
 std::string_view ActionName(ActionKind kind) {
   switch (kind) {
-    case ActionKind::kAddFinalizer: return "AddFinalizer";
-    case ActionKind::kReadCreationInputs: return "ReadCreationInputs";
-    case ActionKind::kReserveAddress: return "ReserveAddress";
-    case ActionKind::kApplyCloudInitSecret: return "ApplyCloudInitSecret";
-    case ActionKind::kCreateVm: return "CreateVM";
-    case ActionKind::kSetProviderID: return "SetProviderID";
-    case ActionKind::kMarkPvcsForRemoval: return "MarkPVCsForRemoval";
-    case ActionKind::kDeleteVm: return "DeleteVM";
-    case ActionKind::kDeletePvc: return "DeletePVC";
-    case ActionKind::kDeleteCloudInitSecret: return "DeleteCloudInitSecret";
-    case ActionKind::kConfirmVmGone: return "ConfirmVMGone";
-    case ActionKind::kReleaseAddress: return "ReleaseAddress";
-    case ActionKind::kRemoveFinalizer: return "RemoveFinalizer";
+    case ActionKind::kAddFinalizer:
+      return "AddFinalizer";
+    case ActionKind::kReadCreationInputs:
+      return "ReadCreationInputs";
+    case ActionKind::kReserveAddress:
+      return "ReserveAddress";
+    case ActionKind::kApplyCloudInitSecret:
+      return "ApplyCloudInitSecret";
+    case ActionKind::kCreateVm:
+      return "CreateVM";
+    case ActionKind::kSetProviderID:
+      return "SetProviderID";
+    case ActionKind::kMarkPvcsForRemoval:
+      return "MarkPVCsForRemoval";
+    case ActionKind::kDeleteVm:
+      return "DeleteVM";
+    case ActionKind::kDeletePvc:
+      return "DeletePVC";
+    case ActionKind::kDeleteCloudInitSecret:
+      return "DeleteCloudInitSecret";
+    case ActionKind::kConfirmVmGone:
+      return "ConfirmVMGone";
+    case ActionKind::kReleaseAddress:
+      return "ReleaseAddress";
+    case ActionKind::kRemoveFinalizer:
+      return "RemoveFinalizer";
   }
   return "Unknown";
 }

@@ -58,15 +58,6 @@ inline constexpr std::string_view kNodeRegistered = "NodeRegistered";
 inline constexpr std::string_view kAnnotationContentHash =
     "harvester.infrastructure.cluster.x-k8s.io/content-hash";
 
-// A connection (to Harvester or to the workload cluster) as a planner sees it.
-struct ConnectionView {
-  bool ready = false;
-  std::string reason;   // when not ready
-  std::string message;  // when not ready
-  kube::Clock::Duration retry_after = kube::Clock::Duration::zero();  // 0: a waiter is woken
-  std::string server;                                                // when ready
-};
-
 struct VmView {
   std::string uid;
   bool ours = false;  // carries this cluster's id label
@@ -99,9 +90,9 @@ struct CreationInputs {
   std::string error_message;
   kube::Clock::Duration retry_after = kube::Clock::Duration::zero();
 
-  std::string bootstrap_data;    // bootstrap Secret key `value`
-  std::string bootstrap_format;  // key `format`
-  std::string ssh_public_key;    // KeyPair spec.publicKey
+  std::string bootstrap_data;                              // bootstrap Secret key `value`
+  std::string bootstrap_format;                            // key `format`
+  std::string ssh_public_key;                              // KeyPair spec.publicKey
   std::map<std::string, harvester::ResolvedImage> images;  // by Volume.image_name
 };
 
@@ -114,8 +105,8 @@ struct MachineObservation {
 
   // Cluster API.
   bool machine_found = false;
-  bool control_plane = false;        // the machine or its Machine is labelled control plane
-  std::string bootstrap_secret;      // Machine.spec.bootstrap.dataSecretName
+  bool control_plane = false;    // the machine or its Machine is labelled control plane
+  std::string bootstrap_secret;  // Machine.spec.bootstrap.dataSecretName
   bool machine_has_node_ref = false;
   std::string cluster_name;
   bool cluster_found = false;
@@ -143,16 +134,16 @@ struct MachineObservation {
 enum class ActionKind {
   kAddFinalizer,
   kReadCreationInputs,
-  kReserveAddress,         // pool, ip; body: the pool merge patch
-  kApplyCloudInitSecret,   // body: the Secret; create = POST (not cached) or apply
-  kCreateVm,               // body: the VirtualMachine
-  kSetProviderID,          // value: harvester://<uid>
-  kMarkPvcsForRemoval,     // body: the VM merge patch
+  kReserveAddress,        // pool, ip; body: the pool merge patch
+  kApplyCloudInitSecret,  // body: the Secret; create = POST (not cached) or apply
+  kCreateVm,              // body: the VirtualMachine
+  kSetProviderID,         // value: harvester://<uid>
+  kMarkPvcsForRemoval,    // body: the VM merge patch
   kDeleteVm,
-  kDeletePvc,              // name
+  kDeletePvc,  // name
   kDeleteCloudInitSecret,
-  kConfirmVmGone,          // live GET of the VM
-  kReleaseAddress,         // pool; body: the pool merge patch
+  kConfirmVmGone,   // live GET of the VM
+  kReleaseAddress,  // pool; body: the pool merge patch
   kRemoveFinalizer,
 };
 
@@ -168,11 +159,11 @@ struct MachineAction {
 };
 
 struct MachinePlan {
-  std::optional<MachineAction> action;  // the next write (or live read)
-  Wait wait;                            // when there is no action
-  api::HarvesterMachineStatus status;   // to report
-  std::vector<EventNote> events;        // Warning Events of condition transitions
-  bool wait_for_pool = false;           // wake on the next IPPool change
+  std::optional<MachineAction> action;     // the next write (or live read)
+  Wait wait;                               // when there is no action
+  api::HarvesterMachineStatus status;      // to report
+  std::vector<EventNote> events;           // Warning Events of condition transitions
+  bool wait_for_pool = false;              // wake on the next IPPool change
   std::vector<std::string> wait_for_pvcs;  // wake when one of these is deleted
 };
 

@@ -1,26 +1,23 @@
 // File: controllers/machine_reconciler.h
 //
-// HarvesterMachineReconciler: the Cluster API InfraMachine side of CAPHV,
-// one Harvester VM per HarvesterMachine.
+// HarvesterMachineReconciler: the Cluster API InfraMachine side of CAPHV, one
+// Harvester VM per HarvesterMachine. A reconcile is
 //
-// Normal path (each step returns early while it waits for an event; waiting
-// never blocks deletion):
-//   owner Machine -> pause -> finalizer -> the Cluster's infrastructure is
-//   ready -> Machine.spec.bootstrap.dataSecretName is set -> Harvester
-//   connection -> [IP from the cluster's pools, in order, adopting an
-//   address this machine already holds] -> cloud-init Secret -> the
-//   VirtualMachine (created once; an existing VM of this cluster with the
-//   same name is adopted, never duplicated) -> spec.providerID =
-//   harvester://<VM uid> -> addresses from the VMI -> ready -> until the
-//   Machine has a nodeRef, condition NodeRegistered from the workload
-//   cluster's Node (so Cluster API, which watches Nodes only after the
-//   control plane is initialized, looks again when it appears).
-// Delete path, strictly in this order: the VM (with its PVCs marked for
-// removal) and wait until it is gone, its PVCs, the cloud-init Secret, then
-// the IP goes back to its pool, then the finalizer.
+//   observe  (machine_observe.cc)  the caches of the management cluster, of
+//            the machine's Harvester connection and of its workload cluster,
+//            into a MachineObservation; no network call;
+//   plan     (machine_plan.h)      the pure planner picks the next action and
+//            the conditions;
+//   execute  (machine_execute.cc)  one API call per action, its result folded
+//            into the observation, then plan again (bounded by kMaxSteps);
+//   report                          the status once (server-side apply, field
+//            manager caphv), Warning Events of condition transitions, the
+//            caphv_machine_* metrics, and the waits the plan asked for (the
+//            next IPPool change, a PVC's deletion).
 //
-// Pool exhaustion sets VMIPAllocated=False/VMIPPoolExhausted with an Event,
-// and the machine is woken by the next change of any IPPool.
+// A failed action sets the condition of its step (reason PascalCase, message
+// with the API's answer) and returns the error, so the key is retried with
+// backoff.
 //
 // Thread safety: Reconcile() may run concurrently for different keys.
 
@@ -28,10 +25,10 @@
 
 #include <map>
 #include <mutex>
-#include <set>
 #include <string>
 
 #include "controllers/context.h"
+#include "controllers/machine_plan.h"
 #include "kube/controller.h"
 
 namespace caphv::controllers {
@@ -42,25 +39,22 @@ class HarvesterMachineReconciler {
   kube::Result Reconcile(const kube::Request& req);
 
  private:
-  struct Scope;
-  kube::Result ReconcileNormal(Scope& s);
-  kube::Result ReconcileDelete(Scope& s);
-  kube::Result AllocateAddress(Scope& s, bool* waiting);
-  kube::Result CreateVm(Scope& s);
-  kube::Result ReportVm(Scope& s, const kube::Object& vm);
-  kube::Status ReleaseAddresses(Scope& s);
-  bool Connect(Scope& s, kube::Result* wait);
-  kube::Result CheckNode(Scope& s, const std::string& provider_id);
-  // A client of the workload cluster from Secret <cluster>-kubeconfig.
-  std::shared_ptr<kube::Client> WorkloadClient(Scope& s, std::string* error);
-  void Emit(Scope& s, bool warning, std::string_view reason, const std::string& message);
+  struct Run;
+  MachineObservation Observe(Run& r);
+  void ObserveHarvester(Run& r, MachineObservation& o);
+  void ObserveWorkload(Run& r, MachineObservation& o);
+  // Performs `action`; on success its result is folded into `o`.
+  kube::Status Execute(Run& r, const MachineAction& action, MachineObservation& o);
+  kube::Status ReadCreationInputs(Run& r, MachineObservation& o);
+  kube::Status WritePool(Run& r, const MachineAction& action, MachineObservation& o);
+  kube::Status CreateOrAdopt(Run& r, const MachineAction& action, MachineObservation& o);
+  kube::Result Report(Run& r, const MachineObservation& o, MachinePlan plan,
+                      const MachineAction* failed, const kube::Status& error);
+  void Emit(Run& r, const EventNote& e);
 
   Context& ctx_;
   std::mutex mu_;
   std::map<std::string, std::string> cluster_of_;  // machine key -> "<ns>/<cluster>" (metrics)
-  std::set<std::string> ready_seen_;               // uids whose creation time was observed
-  // "<ns>/<cluster>-kubeconfig" -> (Secret resourceVersion, client)
-  std::map<std::string, std::pair<std::string, std::shared_ptr<kube::Client>>> workload_clients_;
 };
 
 }  // namespace caphv::controllers

@@ -83,6 +83,15 @@ void SummarizeReady(Conditions& conditions, bool ready, bool deleting,
 // set before; absent otherwise.
 void SyncPaused(Conditions& conditions, bool paused);
 
+// A connection (to Harvester or to the workload cluster) as a planner sees it.
+struct ConnectionView {
+  bool ready = false;
+  std::string reason;                                                 // when not ready
+  std::string message;                                                // when not ready
+  kube::Clock::Duration retry_after = kube::Clock::Duration::zero();  // 0: a waiter is woken
+  std::string server;                                                 // when ready
+};
+
 struct Wait {
   enum class Kind {
     kEvent,         // an event brings the key back

@@ -3,6 +3,8 @@
 #include "controllers/setup.h"
 
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 
 #include "api/codec.h"
@@ -22,6 +24,7 @@ using kube::Object;
 using kube::Request;
 
 constexpr char kIdentityIndex[] = "identitySecret";
+constexpr std::chrono::seconds kSweepPeriod{60};
 
 std::vector<Request> Keys(const std::vector<kube::ObjectPtr>& objects) {
   std::vector<Request> out;
@@ -80,6 +83,31 @@ struct Controllers::Impl {
   std::unique_ptr<kube::Controller> machines;
   std::atomic<bool> synced{false};
 
+  // Every minute, closes the Harvester connections no HarvesterCluster names
+  // and the workload clusters none of whose Machines still waits for its
+  // Node, so their watches and caches do not outlive their clusters.
+  void SweepUntil(std::stop_token stop) {
+    std::mutex mu;
+    std::condition_variable_any cv;
+    std::unique_lock lock(mu);
+    while (!cv.wait_for(lock, stop, kSweepPeriod, [] { return false; })) {
+      auto hcs = ctx.harvester_clusters;
+      ctx.connections->Sweep([hcs](const std::string& identity) {
+        auto users = hcs->store().IndexKeys(kIdentityIndex, identity);
+        return users.ok() && !users->empty();
+      });
+      auto capi_machines = ctx.machines;
+      ctx.workloads->Sweep([capi_machines](const std::string& cluster_key) {
+        const Request c = Request::FromKey(cluster_key);
+        for (const auto& m : capi_machines->store().ListByLabels(
+                 c.ns, {{std::string(kClusterNameLabel), c.name}})) {
+          if (Str(*m, {"status", "nodeRef", "name"}).empty()) return true;
+        }
+        return false;
+      });
+    }
+  }
+
   std::vector<std::shared_ptr<kube::Informer>> Informers() const {
     return {ctx.harvester_clusters, ctx.harvester_machines, ctx.clusters, ctx.machines,
             ctx.secrets};
@@ -90,6 +118,7 @@ Controllers::Controllers(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Controllers::~Controllers() {
   if (impl_->ctx.connections) impl_->ctx.connections->Stop();
+  if (impl_->ctx.workloads) impl_->ctx.workloads->Stop();
   for (const auto& i : impl_->Informers()) i->Stop();
 }
 
@@ -171,7 +200,14 @@ kube::StatusOr<std::unique_ptr<Controllers>> Controllers::New(std::shared_ptr<ku
   ConnectionCallbacks callbacks;
   callbacks.machine_event = [&machines](const Request& r) { machines.Enqueue(r); };
   callbacks.cluster_event = [&clusters](const Request& r) { clusters.Enqueue(r); };
-  ctx.connections = std::make_shared<ConnectionCache>(mgmt, ctx.secrets, callbacks);
+  ctx.connections = std::make_shared<HarvesterConnections>(mgmt, ctx.secrets, callbacks);
+  workload::WorkloadCallbacks wc;
+  // CAPHV names a machine's Node after its HarvesterMachine.
+  wc.node_event = [&machines](const std::string& ns, const std::string&, const std::string& node) {
+    machines.Enqueue({ns, node});
+  };
+  wc.wake = [&machines](const Request& r) { machines.Enqueue(r); };
+  ctx.workloads = std::make_shared<workload::WorkloadClusters>(mgmt, ctx.secrets, wc);
 
   const std::string cluster_label(kClusterNameLabel);
   auto labelled = [cluster_label](std::shared_ptr<kube::Informer> target, bool from_cluster) {
@@ -240,8 +276,10 @@ kube::Status Controllers::Run(std::stop_token leading) {
   {
     std::jthread a([&] { cluster_status = impl_->clusters->Run(leading); });
     std::jthread b([&] { machine_status = impl_->machines->Run(leading); });
+    std::jthread sweeper([this, leading] { impl_->SweepUntil(leading); });
   }
   ctx.connections->Stop();
+  ctx.workloads->Stop();
   ctx.recorder->Shutdown(std::chrono::seconds(2));
   if (leading.stop_requested()) return kube::Status::Ok();
   return !cluster_status.ok() ? cluster_status : machine_status;

@@ -4,8 +4,9 @@
 
 namespace caphv::controllers {
 
-kube::Status ApplyStatus(kube::Client& client, const kube::GroupVersionResource& gvr,
-                         const kube::Object& object, const kube::Object& status) {
+kube::StatusOr<kube::Object> ApplyStatus(kube::Client& client,
+                                         const kube::GroupVersionResource& gvr,
+                                         const kube::Object& object, const kube::Object& status) {
   kube::Object body = {
       {"apiVersion", object.value("apiVersion", "")},
       {"kind", object.value("kind", "")},
@@ -14,8 +15,7 @@ kube::Status ApplyStatus(kube::Client& client, const kube::GroupVersionResource&
   };
   kube::ApplyOptions options;
   options.subresource = "status";
-  auto out = client.Apply(gvr, kube::NamespaceOf(object), body, options);
-  return out.ok() ? kube::Status::Ok() : out.status();
+  return client.Apply(gvr, kube::NamespaceOf(object), body, options);
 }
 
 kube::Status MergePatch(kube::Client& client, const kube::GroupVersionResource& gvr,

@@ -19,9 +19,11 @@
 namespace caphv::controllers {
 
 // Server-side applies `status` as the whole status of `object` (its
-// apiVersion, kind, namespace and name are taken from `object`).
-kube::Status ApplyStatus(kube::Client& client, const kube::GroupVersionResource& gvr,
-                         const kube::Object& object, const kube::Object& status);
+// apiVersion, kind, namespace and name are taken from `object`); returns the
+// object as written.
+kube::StatusOr<kube::Object> ApplyStatus(kube::Client& client,
+                                         const kube::GroupVersionResource& gvr,
+                                         const kube::Object& object, const kube::Object& status);
 
 // Merge-patches `object` (metadata.finalizers, spec.providerID ...).
 kube::Status MergePatch(kube::Client& client, const kube::GroupVersionResource& gvr,

@@ -184,8 +184,7 @@ TEST(MachinePlanTest, DhcpFirstCreateReadsInputsThenWritesTheSecretThenTheVm) {
   EXPECT_EQ(kube::NamespaceOf(secret), "guests");
   EXPECT_EQ(secret["metadata"]["annotations"]["harvester.infrastructure.cluster.x-k8s.io/owner"],
             "team/m-0");
-  const std::string hash =
-      secret["metadata"]["annotations"][std::string(kAnnotationContentHash)];
+  const std::string hash = secret["metadata"]["annotations"][std::string(kAnnotationContentHash)];
 
   o.cloud_init_secret = SecretView{true, hash};
   p = PlanMachine(o);
@@ -586,15 +585,18 @@ MachinePlan Drive(World& w, api::HarvesterMachineStatus& status) {
         o.vm_absence_confirmed = !w.vm;
         o.vm = w.vm;
         continue;
-      case ActionKind::kAddFinalizer: w.finalizer = true; break;
-      case ActionKind::kRemoveFinalizer: w.finalizer = false; break;
+      case ActionKind::kAddFinalizer:
+        w.finalizer = true;
+        break;
+      case ActionKind::kRemoveFinalizer:
+        w.finalizer = false;
+        break;
       case ActionKind::kReserveAddress:
       case ActionKind::kReleaseAddress:
         EXPECT_EQ(a.body["metadata"]["resourceVersion"], w.pool_a["metadata"]["resourceVersion"]);
         w.pool_a.merge_patch(a.body);
-        w.pool_a["metadata"]["resourceVersion"] =
-            std::to_string(std::stoi(w.pool_a["metadata"]["resourceVersion"].get<std::string>()) +
-                           1);
+        w.pool_a["metadata"]["resourceVersion"] = std::to_string(
+            std::stoi(w.pool_a["metadata"]["resourceVersion"].get<std::string>()) + 1);
         if (a.kind == ActionKind::kReserveAddress) ++w.reservations;
         break;
       case ActionKind::kApplyCloudInitSecret:
@@ -609,17 +611,25 @@ MachinePlan Drive(World& w, api::HarvesterMachineStatus& status) {
           w.pvcs.push_back({harvester::PvcName("m-0", "hm-uid", i), false});
         }
         break;
-      case ActionKind::kSetProviderID: w.provider_id = a.value; break;
-      case ActionKind::kMarkPvcsForRemoval: w.vm->pvcs_marked_for_removal = true; break;
-      case ActionKind::kDeleteVm: w.vm->deleting = true; break;
+      case ActionKind::kSetProviderID:
+        w.provider_id = a.value;
+        break;
+      case ActionKind::kMarkPvcsForRemoval:
+        w.vm->pvcs_marked_for_removal = true;
+        break;
+      case ActionKind::kDeleteVm:
+        w.vm->deleting = true;
+        break;
       case ActionKind::kDeletePvc:
         for (auto& pvc : w.pvcs) pvc.deleting |= pvc.name == a.name;
         break;
-      case ActionKind::kDeleteCloudInitSecret: w.secret.reset(); break;
+      case ActionKind::kDeleteCloudInitSecret:
+        w.secret.reset();
+        break;
     }
     w.writes.push_back(a.kind);
-    status = p.status;            // as if reported (or not: the next plan re-derives)
-    o = Observe(w, status);       // the crash
+    status = p.status;       // as if reported (or not: the next plan re-derives)
+    o = Observe(w, status);  // the crash
   }
   ADD_FAILURE() << "no wait after 50 steps";
   return {};
@@ -649,14 +659,13 @@ TEST(MachinePlanTest, LifecycleSurvivesACrashAfterEveryWriteWithOneVmAndOneAddre
   // Deletion; Harvester removes the VM but leaves the PVCs to us.
   w.deleting = true;
   p = Drive(w, status);
-  EXPECT_EQ(w.writes, (std::vector<ActionKind>{ActionKind::kMarkPvcsForRemoval,
-                                               ActionKind::kDeleteVm}));
+  EXPECT_EQ(w.writes,
+            (std::vector<ActionKind>{ActionKind::kMarkPvcsForRemoval, ActionKind::kDeleteVm}));
   w.vm.reset();
   w.vmi.reset();
   w.writes.clear();
   p = Drive(w, status);
-  EXPECT_EQ(w.writes,
-            (std::vector<ActionKind>{ActionKind::kDeletePvc, ActionKind::kDeletePvc}));
+  EXPECT_EQ(w.writes, (std::vector<ActionKind>{ActionKind::kDeletePvc, ActionKind::kDeletePvc}));
   EXPECT_EQ(p.wait_for_pvcs.size(), 2u);
   w.pvcs.clear();
   w.writes.clear();

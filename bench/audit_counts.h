@@ -1,0 +1,58 @@
+// File: bench/audit_counts.h
+//
+// Requests of one client counted from an apiserver's side: the audit log a
+// test-bed apiserver writes when the bed was started with
+// CAPHV_TESTBED_AUDIT=1 (DIR/logs/audit-<cluster>.log, one JSON event per
+// line, stage ResponseComplete). AuditWindow remembers where the log ended
+// when it was opened; Count() reads what was appended since and counts the
+// events whose userAgent starts with a prefix, by verb (get, list, create,
+// update, patch, delete...; watches are left out: they are streams, not
+// polls).
+//
+// Header-only (bench binaries are single files). Thread safety: one thread.
+
+#pragma once
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace caphv::bench {
+
+class AuditWindow {
+ public:
+  explicit AuditWindow(std::filesystem::path path) : path_(std::move(path)) {
+    std::error_code ec;
+    offset_ = std::filesystem::exists(path_, ec) ? std::filesystem::file_size(path_, ec) : 0;
+  }
+
+  // False when the bed writes no audit log.
+  bool available() const {
+    std::error_code ec;
+    return std::filesystem::exists(path_, ec);
+  }
+
+  std::map<std::string, double> Count(const std::string& user_agent_prefix) const {
+    std::map<std::string, double> by_verb;
+    std::ifstream in(path_);
+    in.seekg(static_cast<std::streamoff>(offset_));
+    std::string line;
+    while (std::getline(in, line)) {
+      auto e = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+      if (!e.is_object() || e.value("stage", "") != "ResponseComplete") continue;
+      if (!e.value("userAgent", "").starts_with(user_agent_prefix)) continue;
+      const std::string verb = e.value("verb", "");
+      if (verb == "watch") continue;
+      by_verb[verb] += 1;
+    }
+    return by_verb;
+  }
+
+ private:
+  std::filesystem::path path_;
+  std::uintmax_t offset_ = 0;
+};
+
+}  // namespace caphv::bench

@@ -1,0 +1,103 @@
+// File: controllers/cluster_observe.cc
+//
+// HarvesterClusterReconciler::Observe: everything the planner needs, from
+// caches only (the management cluster's informers and the Harvester
+// connection's stores). Live reads are actions the planner asks for.
+
+#include <set>
+
+#include "controllers/capi.h"
+#include "controllers/cluster_reconciler.h"
+#include "harvester/cloud_provider.h"
+#include "harvester/load_balancer.h"
+#include "harvester/naming.h"
+
+namespace caphv::controllers {
+
+namespace {
+
+std::map<std::string, std::string> LabelsOf(const kube::Object& o) {
+  auto meta = o.find("metadata");
+  if (meta == o.end()) return {};
+  return meta->value("labels", std::map<std::string, std::string>{});
+}
+
+ConnectionView ViewOf(const ConnectionLookup& l) {
+  ConnectionView v;
+  v.ready = l.connection != nullptr;
+  v.reason = l.reason;
+  v.message = l.message;
+  v.retry_after = l.retry_after;
+  if (l.connection) v.server = l.connection->server();
+  return v;
+}
+
+}  // namespace
+
+ClusterObservation HarvesterClusterReconciler::Observe(Run& r, api::HarvesterCluster hc) {
+  ClusterObservation o;
+  const kube::Object& object = *r.object;
+  o.hc = std::move(hc);
+  o.key = r.req.Key();
+  o.deleting = IsDeleting(object);
+  o.has_finalizer =
+      HasFinalizer(object, kClusterFinalizer) || HasFinalizer(object, kLegacyClusterFinalizer);
+  o.management_cluster_id = ctx_.management_cluster_id;
+  o.ever_connected = EverConnected(o.hc);
+
+  o.cluster_name = CapiOwnerName(object, "Cluster");
+  if (o.cluster_name.empty()) {
+    if (auto it = o.hc.metadata.labels.find(std::string(kClusterNameLabel));
+        it != o.hc.metadata.labels.end()) {
+      o.cluster_name = it->second;
+    }
+  }
+  kube::ObjectPtr cluster;
+  if (!o.cluster_name.empty()) cluster = ctx_.clusters->store().Get(r.req.ns, o.cluster_name);
+  o.paused = IsPaused(cluster.get(), object);
+  if (o.paused || o.cluster_name.empty()) return o;
+  if (o.deleting) {
+    if (!o.has_finalizer) return o;
+    o.machines = static_cast<int>(
+        ctx_.harvester_machines->store()
+            .ListByLabels(r.req.ns, {{std::string(kClusterNameLabel), o.cluster_name}})
+            .size());
+    if (o.machines > 0) return o;  // the planner waits for them first
+  } else if (!o.has_finalizer) {
+    return o;  // the finalizer comes before anything on Harvester
+  }
+  ObserveHarvester(r, o);
+  return o;
+}
+
+void HarvesterClusterReconciler::ObserveHarvester(Run& r, ClusterObservation& o) {
+  const api::HarvesterCluster& hc = o.hc;
+  ConnectionLookup lookup =
+      ctx_.connections->Get(hc.spec.identity_secret.namespace_, hc.spec.identity_secret.name,
+                            Waiter{Waiter::Kind::kCluster, r.req});
+  o.harvester = ViewOf(lookup);
+  if (!lookup.connection) return;
+  r.conn = lookup.connection;
+  const Connection& conn = *r.conn;
+  const std::string& ns = hc.spec.target_namespace;
+  const harvester::ClusterIdentity identity = ClusterIdentityOf(o);
+
+  // The pools the spec names, and every pool carrying this cluster's id
+  // (what a deletion removes).
+  const std::vector<std::string> named = SpecPoolNames(hc);
+  const std::set<std::string> wanted(named.begin(), named.end());
+  for (const auto& pool : conn.pools().List()) {
+    const std::string name = kube::NameOf(*pool);
+    if (wanted.contains(name) || harvester::OwnedBy(LabelsOf(*pool), identity)) {
+      o.pools[name] = ViewOfPool(*pool, o);
+    }
+  }
+  const std::string lb_name = harvester::LoadBalancerName(hc.metadata.namespace_, hc.metadata.name);
+  if (auto lb = conn.load_balancers().Get(ns, lb_name)) o.lb = ViewOfLoadBalancer(*lb, o);
+  const auto names = harvester::CloudProviderNamesFor(identity, ns);
+  if (auto token = conn.secrets().Get(ns, names.token_secret)) {
+    o.cloud_provider.token_secret = ViewOfTokenSecret(*token, o);
+  }
+}
+
+}  // namespace caphv::controllers

@@ -1,0 +1,248 @@
+// File: controllers/machine_execute.cc
+//
+// HarvesterMachineReconciler::Execute: one API call per planned action (the
+// creation-input read makes a few), its result folded into the observation
+// so the next plan sees what this reconcile wrote.
+
+#include "api/codec.h"
+#include "controllers/capi.h"
+#include "controllers/machine_observe.h"
+#include "controllers/machine_run.h"
+#include "controllers/metrics.h"
+#include "controllers/writes.h"
+#include "harvester/naming.h"
+#include "harvester/resources.h"
+#include "kube/base64.h"
+
+namespace caphv::controllers {
+
+namespace {
+
+using kube::Status;
+using std::chrono::seconds;
+
+std::string Decoded(const kube::Object& secret, const std::string& key) {
+  auto v = kube::Base64Decode(Str(secret, {"data", key}));
+  return v ? *v : std::string();
+}
+
+const kube::GroupVersionResource& HmGvr() {
+  static const auto gvr = api::ResourceOf(api::Kind::kHarvesterMachine);
+  return gvr;
+}
+
+}  // namespace
+
+Status HarvesterMachineReconciler::Execute(Run& r, const MachineAction& a, MachineObservation& o) {
+  const std::string ns = o.hc ? o.hc->spec.target_namespace : std::string();
+  const std::string& name = o.hm.metadata.name;
+  switch (a.kind) {
+    case ActionKind::kAddFinalizer: {
+      if (auto p = AddFinalizerPatch(*r.object, kMachineFinalizer, kLegacyMachineFinalizer)) {
+        CAPHV_RETURN_IF_ERROR(MergePatch(*ctx_.mgmt, HmGvr(), *r.object, *p));
+      }
+      o.has_finalizer = true;
+      return Status::Ok();
+    }
+    case ActionKind::kRemoveFinalizer: {
+      if (auto p = RemoveFinalizerPatch(*r.object, kMachineFinalizer, kLegacyMachineFinalizer)) {
+        Status st = MergePatch(*ctx_.mgmt, HmGvr(), *r.object, *p);
+        if (!st.ok() && !st.IsNotFound()) {
+          metrics::MachineDeleteErrorsTotal().Increment();
+          return st;
+        }
+      }
+      metrics::MachineDeleteTotal().Increment();
+      if (!o.cluster_name.empty()) {
+        metrics::DeleteMachineStatus(r.req.ns + "/" + o.cluster_name, r.req.Key());
+      }
+      o.has_finalizer = false;
+      r.finalizer_removed = true;
+      r.log.Info("Deleted the machine's VM and everything it used on Harvester");
+      return Status::Ok();
+    }
+    case ActionKind::kReadCreationInputs:
+      return ReadCreationInputs(r, o);
+    case ActionKind::kReserveAddress:
+    case ActionKind::kReleaseAddress:
+      return WritePool(r, a, o);
+    case ActionKind::kApplyCloudInitSecret:
+    case ActionKind::kCreateVm:
+      return CreateOrAdopt(r, a, o);
+    case ActionKind::kSetProviderID: {
+      kube::Object patch = {{"spec", {{"providerID", a.value}}}};
+      CAPHV_RETURN_IF_ERROR(MergePatch(*ctx_.mgmt, HmGvr(), *r.object, patch));
+      o.hm.spec.provider_id = a.value;
+      return Status::Ok();
+    }
+    case ActionKind::kMarkPvcsForRemoval: {
+      auto patched = r.conn->client().Patch(harvester::kVirtualMachines, ns, name,
+                                            kube::PatchType::kMerge, a.body);
+      if (patched.ok()) {
+        o.vm = ViewOfVm(*patched, MachineIdentity(o));
+      } else if (patched.status().IsNotFound()) {
+        o.vm.reset();
+      } else {
+        return patched.status();
+      }
+      return Status::Ok();
+    }
+    case ActionKind::kDeleteVm: {
+      Status st = r.conn->client().Delete(harvester::kVirtualMachines, ns, name);
+      if (st.IsNotFound()) {
+        o.vm.reset();
+        o.vm_absence_confirmed = true;
+        return Status::Ok();
+      }
+      if (!st.ok()) {
+        metrics::MachineDeleteErrorsTotal().Increment();
+        return st;
+      }
+      o.vm->deleting = true;
+      Emit(r, {false, "VMDeleted", "deleting VirtualMachine " + ns + "/" + name});
+      return Status::Ok();
+    }
+    case ActionKind::kDeletePvc: {
+      Status st =
+          DeleteIfExists(r.conn->client(), kube::resources::kPersistentVolumeClaims, ns, a.name);
+      if (!st.ok()) return st;
+      for (auto& pvc : o.pvcs) pvc.deleting |= pvc.name == a.name;
+      return Status::Ok();
+    }
+    case ActionKind::kDeleteCloudInitSecret: {
+      CAPHV_RETURN_IF_ERROR(
+          DeleteIfExists(r.conn->client(), kube::resources::kSecrets, ns, a.name));
+      o.cloud_init_secret.reset();
+      return Status::Ok();
+    }
+    case ActionKind::kConfirmVmGone: {
+      auto vm = r.conn->client().Get(harvester::kVirtualMachines, ns, name);
+      if (vm.ok()) {
+        o.vm = ViewOfVm(*vm, MachineIdentity(o));
+      } else if (vm.status().IsNotFound()) {
+        o.vm_absence_confirmed = true;
+      } else {
+        return vm.status();
+      }
+      return Status::Ok();
+    }
+  }
+  return Status(kube::StatusCode::kInternal, "unknown action");
+}
+
+Status HarvesterMachineReconciler::ReadCreationInputs(Run& r, MachineObservation& o) {
+  CreationInputs in;
+  const std::string& ns = o.hc->spec.target_namespace;
+  auto missing = [&](std::string reason, std::string message, seconds retry) {
+    in.error_reason = std::move(reason);
+    in.error_message = std::move(message);
+    in.retry_after = retry;
+    o.inputs = std::move(in);
+    return Status::Ok();
+  };
+  // Bootstrap data (a management Secret; its data is not cached).
+  auto bootstrap = ctx_.mgmt->Get(kube::resources::kSecrets, r.req.ns, o.bootstrap_secret);
+  if (!bootstrap.ok()) {
+    if (!bootstrap.status().IsNotFound()) return bootstrap.status();
+    return missing("BootstrapDataUnavailable",
+                   "bootstrap Secret " + r.req.ns + "/" + o.bootstrap_secret + " not found",
+                   seconds(10));
+  }
+  in.bootstrap_data = Decoded(*bootstrap, "value");
+  in.bootstrap_format = Decoded(*bootstrap, "format");
+  // SSH key.
+  auto [kp_ns, kp_name] = harvester::SplitQualifiedName(o.hm.spec.ssh_key_pair, ns);
+  auto keypair = r.conn->client().Get(harvester::kKeyPairs, kp_ns, kp_name);
+  if (!keypair.ok()) {
+    if (!keypair.status().IsNotFound()) return keypair.status();
+    return missing("KeyPairNotFound",
+                   "Harvester KeyPair " + kp_ns + "/" + kp_name + " (spec.sshKeyPair) not found",
+                   seconds(30));
+  }
+  in.ssh_public_key = Str(*keypair, {"spec", "publicKey"});
+  // Images, by name or (as Harvester users often write) display name.
+  for (size_t i = 0; i < o.hm.spec.volumes.size(); ++i) {
+    const api::Volume& v = o.hm.spec.volumes[i];
+    if (v.volume_type != api::kVolumeTypeImage || in.images.contains(v.image_name)) continue;
+    auto [img_ns, img_name] = harvester::SplitQualifiedName(v.image_name, ns);
+    auto image = r.conn->client().Get(harvester::kVirtualMachineImages, img_ns, img_name);
+    if (!image.ok() && image.status().IsNotFound()) {
+      auto list = r.conn->client().List(harvester::kVirtualMachineImages, img_ns);
+      if (!list.ok()) return list.status();
+      for (auto& item : list->items) {
+        if (Str(item, {"spec", "displayName"}) == img_name) image = std::move(item);
+      }
+    }
+    if (!image.ok()) {
+      if (!image.status().IsNotFound()) return image.status();
+      return missing("ImageNotFound",
+                     "Harvester image " + img_ns + "/" + img_name + " (spec.volumes[" +
+                         std::to_string(i) + "].imageName) not found",
+                     seconds(30));
+    }
+    in.images[v.image_name] = {img_ns, kube::NameOf(*image),
+                               Str(*image, {"status", "storageClassName"})};
+  }
+  o.inputs = std::move(in);
+  return Status::Ok();
+}
+
+Status HarvesterMachineReconciler::WritePool(Run& r, const MachineAction& a,
+                                             MachineObservation& o) {
+  const bool reserve = a.kind == ActionKind::kReserveAddress;
+  auto written =
+      r.conn->client().Patch(harvester::kIPPools, "", a.name, kube::PatchType::kMerge, a.body);
+  if (!written.ok()) {
+    // 409: the pool changed since the cache saw it; the watch event brings
+    // the new version and the retry decides again.
+    if (reserve && !written.status().IsConflict()) {
+      metrics::IPPoolAllocationErrorsTotal().Increment();
+    }
+    return written.status();
+  }
+  auto parsed = harvester::ParseIpPool(*written);
+  if (!parsed.ok()) return parsed.status();
+  for (auto& c : o.pools) {
+    if (c.pool && c.pool->name == a.name) c.pool = *parsed;
+  }
+  if (reserve) {
+    metrics::IPPoolAllocationsTotal().Increment();
+    Emit(r, {false, "VMIPAllocated", "allocated " + a.value + " from IPPool " + a.name});
+  } else {
+    metrics::IPPoolReleasesTotal().Increment();
+    Emit(r, {false, "VMIPReleased", "released the address of IPPool " + a.name});
+  }
+  return Status::Ok();
+}
+
+Status HarvesterMachineReconciler::CreateOrAdopt(Run& r, const MachineAction& a,
+                                                 MachineObservation& o) {
+  const bool vm = a.kind == ActionKind::kCreateVm;
+  const kube::GroupVersionResource& gvr =
+      vm ? harvester::kVirtualMachines : kube::resources::kSecrets;
+  const std::string ns = kube::NamespaceOf(a.body);
+  const harvester::ClusterIdentity identity = MachineIdentity(o);
+  kube::StatusOr<kube::Object> written = (vm || a.create) ? r.conn->client().Create(gvr, ns, a.body)
+                                                          : r.conn->client().Apply(gvr, ns, a.body);
+  if (!written.ok() && written.status().IsAlreadyExists()) {
+    // Made by an earlier attempt the cache has not shown yet, or not ours at
+    // all: read it and let the planner decide.
+    written = r.conn->client().Get(gvr, ns, kube::NameOf(a.body));
+    if (!written.ok()) return written.status();
+  } else if (!written.ok()) {
+    if (written.status().IsNotFound()) r.conn->ForgetNamespace(ns);
+    if (vm) metrics::MachineCreateErrorsTotal().Increment();
+    return written.status();
+  } else if (vm) {
+    metrics::MachineCreateTotal().Increment();
+    Emit(r, {false, "VMCreated", "created VirtualMachine " + ns + "/" + kube::NameOf(a.body)});
+  }
+  if (vm) {
+    o.vm = ViewOfVm(*written, identity);
+  } else {
+    o.cloud_init_secret = ViewOfSecret(*written, identity);
+  }
+  return Status::Ok();
+}
+
+}  // namespace caphv::controllers

@@ -1,0 +1,200 @@
+// File: controllers/machine_observe.cc
+//
+// HarvesterMachineReconciler::Observe: everything the planner needs, from
+// caches only (management cluster, the Harvester connection, the workload
+// cluster). Live reads are actions the planner asks for.
+
+#include "controllers/machine_observe.h"
+
+#include <set>
+
+#include "api/codec.h"
+#include "controllers/capi.h"
+#include "controllers/machine_run.h"
+#include "harvester/naming.h"
+#include "harvester/resources.h"
+
+namespace caphv::controllers {
+
+namespace {
+
+std::map<std::string, std::string> LabelsOf(const kube::Object& o) {
+  auto meta = o.find("metadata");
+  if (meta == o.end()) return {};
+  return meta->value("labels", std::map<std::string, std::string>{});
+}
+
+ConnectionView ViewOf(const ConnectionLookup& l) {
+  ConnectionView v;
+  v.ready = l.connection != nullptr;
+  v.reason = l.reason;
+  v.message = l.message;
+  v.retry_after = l.retry_after;
+  if (l.connection) v.server = l.connection->server();
+  return v;
+}
+
+}  // namespace
+
+VmView ViewOfVm(const kube::Object& vm, const harvester::ClusterIdentity& identity) {
+  VmView v;
+  v.uid = kube::UidOf(vm);
+  v.ours = harvester::OwnedBy(LabelsOf(vm), identity);
+  v.deleting = IsDeleting(vm);
+  v.remove_pvcs_patch = harvester::RemovePvcsPatch(vm);
+  v.pvcs_marked_for_removal = true;
+  if (v.remove_pvcs_patch) {
+    // Marked once the VM's annotations already say what the patch would.
+    const kube::Object& want = (*v.remove_pvcs_patch)["metadata"]["annotations"];
+    const kube::Object have =
+        vm.value("metadata", kube::Object::object()).value("annotations", kube::Object::object());
+    for (const auto& [k, val] : want.items()) {
+      if (!have.contains(k) || have[k] != val) v.pvcs_marked_for_removal = false;
+    }
+  }
+  return v;
+}
+
+VmiView ViewOfVmi(const kube::Object& vmi) {
+  VmiView v;
+  v.phase = Str(vmi, {"status", "phase"});
+  std::set<std::string> seen;
+  auto add = [&](const kube::Object& ip) {
+    if (!ip.is_string()) return;
+    std::string text = ip.get<std::string>();
+    if (text.empty() || !seen.insert(text).second) return;
+    v.addresses.push_back({"ExternalIP", text});
+  };
+  auto st = vmi.find("status");
+  if (st == vmi.end() || !st->contains("interfaces")) return v;
+  for (const auto& nic : (*st)["interfaces"]) {
+    if (nic.contains("ip")) add(nic["ip"]);
+    if (nic.contains("ipAddresses")) {
+      for (const auto& ip : nic["ipAddresses"]) add(ip);
+    }
+  }
+  return v;
+}
+
+SecretView ViewOfSecret(const kube::Object& secret, const harvester::ClusterIdentity& identity) {
+  SecretView v;
+  v.ours = harvester::OwnedBy(LabelsOf(secret), identity);
+  const kube::Object ann =
+      secret.value("metadata", kube::Object::object()).value("annotations", kube::Object::object());
+  v.content_hash = ann.value(std::string(kAnnotationContentHash), "");
+  return v;
+}
+
+MachineObservation HarvesterMachineReconciler::Observe(Run& r) {
+  MachineObservation o;
+  const kube::Object& object = *r.object;
+  o.hm = r.hm;
+  o.key = r.req.Key();
+  o.deleting = IsDeleting(object);
+  o.has_finalizer =
+      HasFinalizer(object, kMachineFinalizer) || HasFinalizer(object, kLegacyMachineFinalizer);
+  o.management_cluster_id = ctx_.management_cluster_id;
+
+  kube::ObjectPtr machine;
+  if (const std::string name = CapiOwnerName(object, "Machine"); !name.empty()) {
+    machine = ctx_.machines->store().Get(r.req.ns, name);
+  }
+  if (machine) {
+    o.machine_found = true;
+    o.bootstrap_secret = BootstrapDataSecretName(*machine);
+    o.machine_has_node_ref = !Str(*machine, {"status", "nodeRef", "name"}).empty();
+    o.control_plane = LabelsOf(*machine).contains(std::string(kControlPlaneLabel));
+  }
+  o.control_plane |= o.hm.metadata.labels.contains(std::string(kControlPlaneLabel));
+  if (auto it = o.hm.metadata.labels.find(std::string(kClusterNameLabel));
+      it != o.hm.metadata.labels.end()) {
+    o.cluster_name = it->second;
+  }
+  if (o.cluster_name.empty() && machine) o.cluster_name = Str(*machine, {"spec", "clusterName"});
+  kube::ObjectPtr cluster;
+  if (!o.cluster_name.empty()) cluster = ctx_.clusters->store().Get(r.req.ns, o.cluster_name);
+  o.paused = IsPaused(cluster.get(), object);
+  if (cluster) {
+    o.cluster_found = true;
+    o.infrastructure_ready = ClusterInfrastructureReady(*cluster);
+    const std::string hc_name = Str(*cluster, {"spec", "infrastructureRef", "name"});
+    if (!hc_name.empty() &&
+        Str(*cluster, {"spec", "infrastructureRef", "kind"}) == "HarvesterCluster") {
+      if (auto hc = ctx_.harvester_clusters->store().Get(r.req.ns, hc_name)) {
+        if (auto decoded = api::Decode<api::HarvesterCluster>(*hc); decoded.ok()) {
+          o.hc = std::move(decoded).value();
+        } else {
+          r.log.Error(decoded.status(), "Cannot read the HarvesterCluster");
+        }
+      }
+    }
+  }
+  if (!o.cluster_name.empty()) r.log = r.log.WithValues({{"Cluster", o.cluster_name}});
+  if (o.paused || !o.hc) return o;
+  ObserveHarvester(r, o);
+  ObserveWorkload(r, o);
+  return o;
+}
+
+void HarvesterMachineReconciler::ObserveHarvester(Run& r, MachineObservation& o) {
+  // Before the machine may create anything it needs no connection.
+  if (!o.deleting && (!o.machine_found || !o.has_finalizer || !o.infrastructure_ready ||
+                      o.bootstrap_secret.empty())) {
+    return;
+  }
+  const api::HarvesterCluster& hc = *o.hc;
+  ConnectionLookup lookup =
+      ctx_.connections->Get(hc.spec.identity_secret.namespace_, hc.spec.identity_secret.name,
+                            Waiter{Waiter::Kind::kMachine, r.req});
+  o.harvester = ViewOf(lookup);
+  if (!lookup.connection) return;
+  r.conn = lookup.connection;
+  const Connection& conn = *r.conn;
+  const std::string& ns = hc.spec.target_namespace;
+  const std::string& name = o.hm.metadata.name;
+  const harvester::ClusterIdentity identity = MachineIdentity(o);
+  if (auto vm = conn.vms().Get(ns, name)) o.vm = ViewOfVm(*vm, identity);
+  if (auto vmi = conn.vmis().Get(ns, name)) o.vmi = ViewOfVmi(*vmi);
+  const std::string disk_prefix = name + "-disk-";
+  for (const auto& pvc : conn.pvcs().List(ns)) {
+    const std::string pvc_name = kube::NameOf(*pvc);
+    if (pvc_name.starts_with(disk_prefix)) o.pvcs.push_back({pvc_name, IsDeleting(*pvc)});
+  }
+  if (auto secret = conn.secrets().Get(ns, harvester::CloudInitSecretName(name))) {
+    o.cloud_init_secret = ViewOfSecret(*secret, identity);
+  }
+  std::vector<std::string> refs = MachinePoolRefs(hc);
+  if (!o.hm.status.allocated_pool_ref.empty() &&
+      std::find(refs.begin(), refs.end(), o.hm.status.allocated_pool_ref) == refs.end()) {
+    refs.push_back(o.hm.status.allocated_pool_ref);
+  }
+  for (const auto& ref : refs) {
+    harvester::PoolCandidate c{ref, std::nullopt};
+    if (auto pool = conn.pools().Get("", ref)) {
+      if (auto parsed = harvester::ParseIpPool(*pool); parsed.ok()) {
+        c.pool = std::move(parsed).value();
+      } else {
+        r.log.Error(parsed.status(), "Cannot read an IPPool", {{"ipPool", ref}});
+      }
+    }
+    o.pools.push_back(std::move(c));
+  }
+}
+
+void HarvesterMachineReconciler::ObserveWorkload(Run& r, MachineObservation& o) {
+  // Only a running VM of a machine without a nodeRef looks for its Node.
+  if (o.deleting || o.machine_has_node_ref || !o.vm || !o.vmi || o.vmi->phase != "Running") {
+    return;
+  }
+  workload::WorkloadLookup lookup = ctx_.workloads->Get(r.req.ns, o.cluster_name, r.req);
+  o.workload.ready = lookup.cluster != nullptr;
+  o.workload.reason = lookup.reason;
+  o.workload.message = lookup.message;
+  o.workload.retry_after = lookup.retry_after;
+  if (!lookup.cluster) return;
+  if (auto node = lookup.cluster->nodes().Get("", o.hm.metadata.name)) {
+    o.node_provider_id = Str(*node, {"spec", "providerID"});
+  }
+}
+
+}  // namespace caphv::controllers
