@@ -110,33 +110,6 @@ std::string BootstrapDataSecretName(const kube::Object& machine) {
   return Str(machine, {"spec", "bootstrap", "dataSecretName"});
 }
 
-bool MarkCondition(std::vector<api::Condition>& conditions, std::string_view type, bool status,
-                   std::string_view reason, std::string message, int64_t generation) {
-  const api::Condition* old = api::FindCondition(conditions, type);
-  const std::string status_text(status ? api::kConditionTrue : api::kConditionFalse);
-  const bool transition = old == nullptr || old->status != status_text || old->reason != reason;
-  api::Condition c;
-  c.type = std::string(type);
-  c.status = status_text;
-  c.reason = std::string(reason);
-  c.message = std::move(message);
-  c.observed_generation = generation;
-  api::SetCondition(conditions, std::move(c), api::NowRfc3339());
-  return transition;
-}
-
-bool SyncPausedCondition(std::vector<api::Condition>& conditions, bool paused, int64_t generation) {
-  if (paused) {
-    MarkCondition(conditions, api::kPausedCondition, true, "Paused",
-                  "reconciliation is paused (Cluster.spec.paused or the cluster.x-k8s.io/paused "
-                  "annotation)",
-                  generation);
-  } else if (api::FindCondition(conditions, api::kPausedCondition) != nullptr) {
-    MarkCondition(conditions, api::kPausedCondition, false, "NotPaused", "", generation);
-  }
-  return paused;
-}
-
 }  // namespace caphv::controllers
 
 namespace caphv::controllers {

@@ -3,8 +3,7 @@
 // Small readers and patch builders over Cluster API objects and CAPHV's own
 // objects, shared by the two reconcilers: owner lookup, pause, deletion,
 // finalizers (with migration of the Go provider's legacy names), the
-// Cluster's infrastructure readiness, the Machine's bootstrap data, and
-// condition updates that say whether an event is worth emitting.
+// Cluster's infrastructure readiness and the Machine's bootstrap data.
 //
 // Thread safety: pure functions.
 
@@ -56,15 +55,6 @@ bool ClusterInfrastructureReady(const kube::Object& cluster);
 
 // Machine spec.bootstrap.dataSecretName ("" while the bootstrap provider works).
 std::string BootstrapDataSecretName(const kube::Object& machine);
-
-// Sets condition `type` with SetCondition semantics. Returns true when the
-// status or the reason changed (a transition worth an event).
-bool MarkCondition(std::vector<api::Condition>& conditions, std::string_view type, bool status,
-                   std::string_view reason, std::string message, int64_t generation);
-
-// The Paused condition: True when `paused`; False (NotPaused) once it was
-// set before. Returns `paused`.
-bool SyncPausedCondition(std::vector<api::Condition>& conditions, bool paused, int64_t generation);
 
 // Reads a string at a JSON path; "" when absent or not a string.
 std::string Str(const kube::Object& o, std::initializer_list<std::string_view> path);

@@ -17,8 +17,6 @@ namespace {
 using kube::Object;
 using std::chrono::seconds;
 
-constexpr std::string_view kConnecting = "Connecting";
-
 class Planner {
  public:
   Planner(const ClusterObservation& obs, ClusterPlan& plan)
@@ -106,10 +104,10 @@ class Planner {
     WaitFor(c, "Harvester connection");
     // A connection being built (after a restart, or a new identity) does not
     // undo what was reported.
-    if (c.reason == kConnecting && conditions_.Find(kHarvesterConnectionReady) != nullptr) {
+    if (!c.failed() && conditions_.Find(kHarvesterConnectionReady) != nullptr) {
       return false;
     }
-    Mark(kHarvesterConnectionReady, false, c.reason, c.message, c.reason != kConnecting);
+    Mark(kHarvesterConnectionReady, false, c.reason, c.message, c.failed());
     plan_.status.ready = false;
     return false;
   }
@@ -308,7 +306,7 @@ class Planner {
       Mark(kHarvesterConnectionReady, false, c.reason,
            "cannot delete the cluster's objects on Harvester: " + c.message +
                " (restore the identity Secret, or remove the finalizer to abandon them)",
-           c.reason != kConnecting);
+           c.failed());
       return WaitFor(c, "Harvester connection");
     }
     // 1. The LoadBalancer, then wait for it to go.

@@ -91,8 +91,7 @@ class Planner {
     Mark(kBootstrapDataReady, true, "BootstrapDataReady", "");
     if (!obs_.harvester.ready) {
       Mark(kVmProvisioningReady, false, obs_.harvester.reason,
-           "no connection to Harvester: " + obs_.harvester.message,
-           obs_.harvester.reason != "Connecting");
+           "no connection to Harvester: " + obs_.harvester.message, obs_.harvester.failed());
       return WaitFor(obs_.harvester, "Harvester connection");
     }
     const bool have_address = DeriveAddress();
@@ -305,7 +304,7 @@ class Planner {
       Mark(kVmProvisioningReady, false, obs_.harvester.reason,
            "cannot delete the VM on Harvester: " + obs_.harvester.message +
                " (restore the identity, or remove the finalizer to abandon the VM)",
-           obs_.harvester.reason != "Connecting");
+           obs_.harvester.failed());
       return WaitFor(obs_.harvester, "Harvester connection");
     }
     // 1. The VM, then wait for it to go.

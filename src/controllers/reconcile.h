@@ -28,6 +28,7 @@
 
 #include "api/common.h"
 #include "kube/clock.h"
+#include "kube/connection_pool.h"
 #include "kube/controller.h"
 
 namespace caphv::controllers {
@@ -90,6 +91,9 @@ struct ConnectionView {
   std::string message;                                                // when not ready
   kube::Clock::Duration retry_after = kube::Clock::Duration::zero();  // 0: a waiter is woken
   std::string server;                                                 // when ready
+
+  // Not ready for a reason other than an attempt under way: worth a warning.
+  bool failed() const { return !ready && reason != kube::kPoolReasonConnecting; }
 };
 
 struct Wait {

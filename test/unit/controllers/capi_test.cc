@@ -76,31 +76,6 @@ TEST(CapiTest, BootstrapDataSecretName) {
   EXPECT_EQ(BootstrapDataSecretName(Object{{"spec", Object::object()}}), "");
 }
 
-TEST(CapiTest, MarkConditionReportsTransitionsOnly) {
-  std::vector<api::Condition> cs;
-  EXPECT_TRUE(MarkCondition(cs, "VMIPAllocated", false, "VMIPPoolExhausted", "full", 1));
-  const std::string first_time = cs[0].last_transition_time;
-  EXPECT_FALSE(MarkCondition(cs, "VMIPAllocated", false, "VMIPPoolExhausted", "still full", 2));
-  EXPECT_EQ(cs[0].message, "still full");
-  EXPECT_EQ(cs[0].observed_generation, 2);
-  EXPECT_EQ(cs[0].last_transition_time, first_time);
-  EXPECT_TRUE(MarkCondition(cs, "VMIPAllocated", true, "VMIPAllocated", "10.0.0.5", 2));
-  ASSERT_EQ(cs.size(), 1u);
-  EXPECT_EQ(cs[0].status, "True");
-}
-
-TEST(CapiTest, PausedConditionAppearsWhenPausedAndTurnsFalseAfter) {
-  std::vector<api::Condition> cs;
-  EXPECT_FALSE(SyncPausedCondition(cs, false, 1));
-  EXPECT_TRUE(cs.empty());  // never paused: no condition at all
-  EXPECT_TRUE(SyncPausedCondition(cs, true, 1));
-  ASSERT_EQ(cs.size(), 1u);
-  EXPECT_EQ(cs[0].status, "True");
-  EXPECT_FALSE(SyncPausedCondition(cs, false, 2));
-  EXPECT_EQ(cs[0].status, "False");
-  EXPECT_EQ(cs[0].reason, "NotPaused");
-}
-
 TEST(CapiTest, InlinePoolNamesAreTheGoProvidersNames) {
   EXPECT_EQ(VmPoolName("ns", "hc"), "ns-hc-vm-ippool");
   EXPECT_EQ(LbPoolName("ns", "hc"), "ns-hc-lb-ippool");

@@ -1,0 +1,76 @@
+// File: test/unit/controllers/reconcile_test.cc
+//
+// The pieces every reconciler shares: conditions with transition-based
+// warnings, the one Ready rule, the Paused condition.
+
+#include "controllers/reconcile.h"
+
+#include <gtest/gtest.h>
+
+#include <array>
+
+#include "api/conditions.h"
+
+namespace caphv::controllers {
+namespace {
+
+TEST(ReconcileTest, MarkWarnsOnlyOnTransitionsAndKeepsTheTransitionTime) {
+  Conditions first({}, 1);
+  first.Mark("VMIPAllocated", false, "VMIPPoolExhausted", "full", /*warn=*/true);
+  ASSERT_EQ(first.warnings().size(), 1u);
+  EXPECT_EQ(first.warnings()[0].reason, "VMIPPoolExhausted");
+  const std::string first_time = first.Find("VMIPAllocated")->last_transition_time;
+
+  // The same failure reported again: no new event, same transition time.
+  Conditions again(first.current(), 2);
+  again.Mark("VMIPAllocated", false, "VMIPPoolExhausted", "still full", true);
+  EXPECT_TRUE(again.warnings().empty());
+  EXPECT_EQ(again.Find("VMIPAllocated")->message, "still full");
+  EXPECT_EQ(again.Find("VMIPAllocated")->observed_generation, 2);
+  EXPECT_EQ(again.Find("VMIPAllocated")->last_transition_time, first_time);
+
+  // Another reason is a transition; True never warns.
+  again.Mark("VMIPAllocated", false, "VMIPAllocationFailed", "409", true);
+  EXPECT_EQ(again.warnings().size(), 1u);
+  again.Mark("VMIPAllocated", true, "VMIPAllocated", "10.0.0.5", true);
+  EXPECT_EQ(again.warnings().size(), 1u);
+  EXPECT_TRUE(again.IsTrue("VMIPAllocated"));
+  ASSERT_EQ(again.current().size(), 1u);
+}
+
+TEST(ReconcileTest, ReadyIsTheFirstConditionNotTrueInOrder) {
+  constexpr std::array<std::string_view, 3> kOrder = {"A", "B", "C"};
+  Conditions c({}, 1);
+  SummarizeReady(c, false, false, kOrder);
+  EXPECT_EQ(c.Find(api::kReadyCondition), nullptr);  // nothing known yet
+  c.Mark("A", true, "AReady", "");
+  c.Mark("C", false, "CWaits", "waiting for C");
+  c.Mark("B", false, "BFailed", "B broke");
+  SummarizeReady(c, false, false, kOrder);
+  EXPECT_EQ(c.Find(api::kReadyCondition)->reason, "BFailed");
+  EXPECT_EQ(c.Find(api::kReadyCondition)->message, "B broke");
+  SummarizeReady(c, true, false, kOrder);
+  EXPECT_EQ(c.Find(api::kReadyCondition)->reason, "Ready");
+  SummarizeReady(c, true, true, kOrder);
+  EXPECT_EQ(c.Find(api::kReadyCondition)->reason, "Deleting");
+  EXPECT_FALSE(c.IsTrue(api::kReadyCondition));
+}
+
+TEST(ReconcileTest, PausedAppearsWhenPausedAndTurnsFalseAfter) {
+  Conditions c({}, 1);
+  SyncPaused(c, false);
+  EXPECT_TRUE(c.current().empty());  // never paused: no condition at all
+  SyncPaused(c, true);
+  EXPECT_TRUE(c.IsTrue(api::kPausedCondition));
+  SyncPaused(c, false);
+  EXPECT_EQ(c.Find(api::kPausedCondition)->reason, "NotPaused");
+}
+
+TEST(ReconcileTest, AWaitBecomesTheControllerResult) {
+  EXPECT_EQ(ResultOf(Wait::ForEvent("x")).requeue_after, kube::Clock::Duration::zero());
+  EXPECT_EQ(ResultOf(Wait::After(std::chrono::seconds(7), "x")).requeue_after,
+            std::chrono::seconds(7));
+}
+
+}  // namespace
+}  // namespace caphv::controllers
