@@ -109,7 +109,13 @@ PoolLookup<void> Core::Get(const std::string& key, const std::string& version,
     out.message = e->message;
   } else {
     out.reason = std::string(kPoolReasonConnecting);
-    out.message = e->progress.empty() ? "connecting (" + key + ")" : e->progress;
+    if (!e->progress.empty()) {
+      out.message = e->progress;
+    } else if (options_.connecting_message) {
+      out.message = options_.connecting_message(key);
+    } else {
+      out.message = "connecting (" + key + ")";
+    }
   }
   return out;
 }

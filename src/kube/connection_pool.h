@@ -84,6 +84,9 @@ struct PoolOptions {
   Clock::Duration max_backoff = std::chrono::minutes(2);
   double backoff_factor = 2.0;
   Clock* clock = nullptr;  // default: Clock::Real()
+  // The Connecting message until the builder reports progress; default
+  // "connecting (<key>)".
+  std::function<std::string(const std::string& key)> connecting_message;
 };
 
 template <typename T>

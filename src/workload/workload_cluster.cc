@@ -19,6 +19,11 @@ kube::PoolOptions Options(kube::Clock* clock) {
   kube::PoolOptions o;
   o.name = "workload cluster cache";
   o.clock = clock;
+  o.connecting_message = [](const std::string& key) {
+    const auto slash = key.find('/');
+    return "connecting to the workload cluster with the Secret " + key.substr(0, slash) + "/" +
+           key.substr(slash + 1) + std::string(kKubeconfigSuffix);
+  };
   return o;
 }
 
