@@ -109,7 +109,7 @@ class Connection {
 
   // Starts the informers and waits for them to sync (bounded by
   // kHarvesterSyncTimeout); Cancelled when `stop` is requested first.
-  kube::Status Start(std::stop_token stop);
+  kube::Status Start(const std::stop_token& stop);
 
   // Creates namespace `name` on Harvester unless this connection already
   // saw it exist.
@@ -164,7 +164,7 @@ class ConnectionCache {
   // The connection of identity Secret `ns/name`; nullptr with `error` set on
   // failure.
   std::shared_ptr<Connection> Get(const std::string& ns, const std::string& name,
-                                  ConnectionError* error, std::stop_token stop = {});
+                                  ConnectionError* error, const std::stop_token& stop = {});
 
   // Stops every connection's informers.
   void Stop();

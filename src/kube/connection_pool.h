@@ -160,7 +160,7 @@ class Core {
   struct Closer;
 
   void StartBuildLocked(const std::shared_ptr<Entry>& e, std::jthread* finished);
-  void BuildLoop(const std::shared_ptr<Entry>& e, std::stop_token stop);
+  void BuildLoop(const std::shared_ptr<Entry>& e, const std::stop_token& stop);
   Clock::Duration BackoffFor(int failures) const;
   void RetireLocked(const std::shared_ptr<Entry>& e, std::vector<std::function<void()>>* wake);
 

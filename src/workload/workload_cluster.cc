@@ -72,7 +72,7 @@ kube::StatusOr<kube::RestConfig> WorkloadConfig(const std::string& kubeconfig) {
 // ------------------------------------------------------------------ WorkloadCluster
 
 WorkloadCluster::WorkloadCluster(std::shared_ptr<kube::Client> client, std::string kubeconfig,
-                                 std::function<void(const std::string& node)> on_node)
+                                 const std::function<void(const std::string& node)>& on_node)
     : client_(std::move(client)), kubeconfig_(std::move(kubeconfig)) {
   kube::InformerOptions o;
   o.gvr = kube::resources::kNodes;
