@@ -34,7 +34,7 @@ std::optional<kube::Request> OwnerOf(const kube::Object& o) {
 
 constexpr std::string_view kServiceAccountTokenType = "kubernetes.io/service-account-token";
 
-kube::EventHandler MapHandler(std::function<void(const kube::Object&)> f) {
+kube::EventHandler MapHandler(const std::function<void(const kube::Object&)>& f) {
   kube::EventHandler h;
   h.on_add = [f](const kube::ObjectPtr& o, bool) { f(*o); };
   h.on_update = [f](const kube::ObjectPtr&, const kube::ObjectPtr& o) { f(*o); };
@@ -127,7 +127,7 @@ Connection::~Connection() {
   for (auto* i : Informers()) i->Stop();
 }
 
-kube::Status Connection::Start(std::stop_token stop) {
+kube::Status Connection::Start(const std::stop_token& stop) {
   for (auto* i : Informers()) i->Start();
   for (auto* i : Informers()) {
     if (!i->WaitForSync(kHarvesterSyncTimeout, stop)) {

@@ -100,7 +100,7 @@ class Connection {
 
   // Starts the informers and waits for them to sync (bounded by
   // kHarvesterSyncTimeout); Cancelled when `stop` is requested first.
-  kube::Status Start(std::stop_token stop);
+  kube::Status Start(const std::stop_token& stop);
 
   // Creates namespace `name` on Harvester unless this connection already
   // saw it exist.

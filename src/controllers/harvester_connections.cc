@@ -18,6 +18,9 @@ kube::PoolOptions Options(kube::Clock* clock) {
   kube::PoolOptions o;
   o.name = "Harvester connection cache";
   o.clock = clock;
+  o.connecting_message = [](const std::string& key) {
+    return "connecting to Harvester with the identity Secret " + key;
+  };
   return o;
 }
 

@@ -109,7 +109,13 @@ PoolLookup<void> Core::Get(const std::string& key, const std::string& version,
     out.message = e->message;
   } else {
     out.reason = std::string(kPoolReasonConnecting);
-    out.message = e->progress.empty() ? "connecting (" + key + ")" : e->progress;
+    if (!e->progress.empty()) {
+      out.message = e->progress;
+    } else if (options_.connecting_message) {
+      out.message = options_.connecting_message(key);
+    } else {
+      out.message = "connecting (" + key + ")";
+    }
   }
   return out;
 }
@@ -121,7 +127,7 @@ void Core::StartBuildLocked(const std::shared_ptr<Entry>& e, std::jthread* finis
   e->build_version = e->wanted;
   e->progress.clear();
   try {
-    e->thread = std::jthread([this, e](std::stop_token stop) { BuildLoop(e, stop); });
+    e->thread = std::jthread([this, e](const std::stop_token& stop) { BuildLoop(e, stop); });
   } catch (const std::system_error& err) {
     e->building = false;
     e->failed = true;
@@ -133,7 +139,7 @@ void Core::StartBuildLocked(const std::shared_ptr<Entry>& e, std::jthread* finis
   }
 }
 
-void Core::BuildLoop(const std::shared_ptr<Entry>& e, std::stop_token stop) {
+void Core::BuildLoop(const std::shared_ptr<Entry>& e, const std::stop_token& stop) {
   while (true) {
     std::string version;
     std::shared_ptr<void> previous;

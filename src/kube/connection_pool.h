@@ -84,6 +84,9 @@ struct PoolOptions {
   Clock::Duration max_backoff = std::chrono::minutes(2);
   double backoff_factor = 2.0;
   Clock* clock = nullptr;  // default: Clock::Real()
+  // The Connecting message until the builder reports progress; default
+  // "connecting (<key>)".
+  std::function<std::string(const std::string& key)> connecting_message;
 };
 
 template <typename T>
@@ -157,7 +160,7 @@ class Core {
   struct Closer;
 
   void StartBuildLocked(const std::shared_ptr<Entry>& e, std::jthread* finished);
-  void BuildLoop(const std::shared_ptr<Entry>& e, std::stop_token stop);
+  void BuildLoop(const std::shared_ptr<Entry>& e, const std::stop_token& stop);
   Clock::Duration BackoffFor(int failures) const;
   void RetireLocked(const std::shared_ptr<Entry>& e, std::vector<std::function<void()>>* wake);
 

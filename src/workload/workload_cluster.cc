@@ -19,6 +19,11 @@ kube::PoolOptions Options(kube::Clock* clock) {
   kube::PoolOptions o;
   o.name = "workload cluster cache";
   o.clock = clock;
+  o.connecting_message = [](const std::string& key) {
+    const auto slash = key.find('/');
+    return "connecting to the workload cluster with the Secret " + key.substr(0, slash) + "/" +
+           key.substr(slash + 1) + std::string(kKubeconfigSuffix);
+  };
   return o;
 }
 
@@ -67,7 +72,7 @@ kube::StatusOr<kube::RestConfig> WorkloadConfig(const std::string& kubeconfig) {
 // ------------------------------------------------------------------ WorkloadCluster
 
 WorkloadCluster::WorkloadCluster(std::shared_ptr<kube::Client> client, std::string kubeconfig,
-                                 std::function<void(const std::string& node)> on_node)
+                                 const std::function<void(const std::string& node)>& on_node)
     : client_(std::move(client)), kubeconfig_(std::move(kubeconfig)) {
   kube::InformerOptions o;
   o.gvr = kube::resources::kNodes;

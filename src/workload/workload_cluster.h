@@ -75,7 +75,7 @@ kube::StatusOr<kube::RestConfig> WorkloadConfig(const std::string& kubeconfig);
 class WorkloadCluster {
  public:
   WorkloadCluster(std::shared_ptr<kube::Client> client, std::string kubeconfig,
-                  std::function<void(const std::string& node)> on_node);
+                  const std::function<void(const std::string& node)>& on_node);
   ~WorkloadCluster();  // stops the informer
   WorkloadCluster(const WorkloadCluster&) = delete;
   WorkloadCluster& operator=(const WorkloadCluster&) = delete;

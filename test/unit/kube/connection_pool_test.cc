@@ -181,6 +181,21 @@ TEST_F(ConnectionPoolTest, ProgressMessageIsShownWhileConnecting) {
   harness_.Open("a");
 }
 
+TEST(ConnectionPoolOptionsTest, ConnectingMessageBeforeAnyProgress) {
+  FakeClock clock;
+  Harness harness(&clock);
+  harness.SetPlan("a", {.gate = true});
+  PoolOptions o;
+  o.clock = &clock;
+  o.connecting_message = [](const std::string& key) { return "dialling " + key; };
+  ConnectionPool<Thing> pool(harness.Builder(), o);
+  auto l = pool.Get("a", "1");
+  EXPECT_EQ(l.reason, "Connecting");
+  EXPECT_EQ(l.message, "dialling a");
+  ASSERT_TRUE(harness.WaitUntilGated("a"));
+  harness.Open("a");
+}
+
 TEST_F(ConnectionPoolTest, FailuresBackOffExponentiallyUpToTheCapAndSuccessResets) {
   harness_.SetPlan("a", {.fail = true});
   auto failed = GetAndWait("a", "1", "w");
