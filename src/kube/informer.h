@@ -38,10 +38,12 @@
 #include <stop_token>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "kube/client.h"
 #include "kube/clock.h"
+#include "kube/log.h"
 #include "kube/reflector.h"
 #include "kube/store.h"
 
@@ -101,6 +103,20 @@ class Informer final : private ReflectorSink {
 
   const Store& store() const { return store_; }
   std::string LastResourceVersion() const { return reflector_.LastResourceVersion(); }
+
+  // Read-your-writes: caches `written`, the object an apply, patch, create or
+  // update of this collection just returned, so that a reconcile reading the
+  // cache right after sees its own write before the watch event arrives.
+  //   - When the written and the cached resourceVersions both parse as
+  //     unsigned integers, the written object replaces the cached one only if
+  //     it is newer, and is added (no cached copy) only if the watch has not
+  //     already gone past it (a later deletion must not be undone).
+  //   - Otherwise it is cached only when no copy is cached.
+  //   - Ignored when it lies outside the informer's namespace or label
+  //     selector, and always when the informer has a field selector or a
+  //     label selector other than equality/existence terms.
+  // Handlers are not called (see above). Returns true when cached.
+  bool RecordWrite(const Object& written);
   Reflector::Counters counters() const { return reflector_.counters(); }
 
   // The reflector's entry points, public so that unit tests can drive the
@@ -117,9 +133,16 @@ class Informer final : private ReflectorSink {
   void DispatchDelete(const DeletedObject& d);
   void RunReflector(std::stop_token stop);
   void RunResync(std::stop_token stop);
+  // Calls one handler; an exception is logged, never propagated.
+  template <typename F>
+  void CallGuarded(const char* event, const Object& obj, const F& f) const;
+  // Whether `o` belongs to this informer's collection (namespace, label
+  // selector); false when that cannot be decided here.
+  bool InScope(const Object& o) const;
 
   const InformerOptions options_;
   Clock& clock_;
+  const log::Logger log_;
   Store store_;
   Reflector reflector_;
 
@@ -128,6 +151,12 @@ class Informer final : private ReflectorSink {
   std::mutex dispatch_mu_;
   std::vector<std::pair<HandlerId, EventHandler>> handlers_;
   HandlerId next_handler_id_ = 1;
+  // Guarded by dispatch_mu_: the resourceVersion of the last list or event
+  // the reflector delivered, and, per key cached by RecordWrite and not yet
+  // confirmed by its watch event, the object handlers last heard of
+  // (nullptr: none).
+  std::string applied_rv_;
+  std::unordered_map<std::string, ObjectPtr> unannounced_;
 
   mutable std::mutex sync_mu_;
   std::condition_variable_any sync_cv_;
