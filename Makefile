@@ -25,10 +25,11 @@ build-asan:
 	@cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCAPHV_SANITIZE=ON $(CMAKE_FLAGS) >/dev/null
 	@cmake --build build-asan -j $(JOBS)
 
-# Everything CI checks: formatting, the regular build with unit + integration
-# tests, then the ASan+UBSan build running the same tests again.
+# Everything CI checks: formatting, layering, the regular build with unit +
+# integration tests, then the ASan+UBSan build running the same tests again.
 test: setup
 	@hack/check-format.sh
+	@hack/check-layers.sh
 	@$(MAKE) --no-print-directory build
 	@cd build && ctest --output-on-failure --timeout 900 -j 1
 	@$(MAKE) --no-print-directory build-asan

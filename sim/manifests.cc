@@ -6,6 +6,9 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <charconv>
+#include <cstdint>
+#include <cstdlib>
 #include <regex>
 
 namespace caphv::sim {
@@ -20,13 +23,13 @@ kube::Object ScalarToJson(const YAML::Node& node) {
   static const std::regex kInt("[-+]?[0-9]+");
   static const std::regex kFloat(R"([-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?)");
   if (std::regex_match(s, kInt)) {
-    try {
-      return std::stoll(s);
-    } catch (const std::out_of_range&) {
-      return s;
-    }
+    // Out of range of int64: kept as a string.
+    int64_t n = 0;
+    const char* first = s.data() + (s.front() == '+' ? 1 : 0);
+    auto [end, ec] = std::from_chars(first, s.data() + s.size(), n);
+    return ec == std::errc() && end == s.data() + s.size() ? kube::Object(n) : kube::Object(s);
   }
-  if (std::regex_match(s, kFloat)) return std::stod(s);
+  if (std::regex_match(s, kFloat)) return std::strtod(s.c_str(), nullptr);  // never throws
   return s;
 }
 

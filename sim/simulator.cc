@@ -2,6 +2,7 @@
 
 #include "sim/simulator.h"
 
+#include <exception>
 #include <thread>
 
 #include "sim/ipam.h"
@@ -121,7 +122,12 @@ kube::Status Simulator::Run(std::stop_token stop) {
     std::vector<std::jthread> threads;
     for (Controller* c : {&vm, &lb, &pool, &image, &keypair}) {
       threads.emplace_back([c, stop, &err_mu, &first_error, this] {
-        Status s = c->Run(stop);
+        Status s;
+        try {  // a thread top: nothing may escape
+          s = c->Run(stop);
+        } catch (const std::exception& e) {
+          s = Status(kube::StatusCode::kInternal, std::string("exception: ") + e.what());
+        }
         if (!s.ok() && !s.IsCancelled()) {
           log_.Error(s, "Controller stopped", {{"controller", c->name()}});
           std::lock_guard lock(err_mu);

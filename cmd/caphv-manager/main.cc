@@ -5,8 +5,8 @@
 // Kubernetes client configuration and runs the Manager until SIGTERM/SIGINT
 // (a second signal exits 1 at once).
 //
-// Exit codes: 0 clean stop, 1 runtime failure (start-up, lost lease), 2 bad
-// flags.
+// Exit codes: 0 clean stop, 1 runtime failure (start-up, a cache that does
+// not sync, a failed runnable, a lost lease: at once), 2 bad flags.
 
 #include <cstdlib>
 #include <fstream>
@@ -101,6 +101,7 @@ int Main(int argc, char** argv) {
   controller_options.watch_filter = options.watch_filter;
   controller_options.concurrency = options.concurrency;
   controller_options.sync_period = options.sync_period;
+  controller_options.cache_sync_timeout = options.cache_sync_timeout;
   std::shared_ptr<caphv::kube::Client> mgmt = *client;
 
   auto controllers = caphv::controllers::Controllers::New(mgmt, controller_options);
@@ -109,13 +110,17 @@ int Main(int argc, char** argv) {
     return 1;
   }
   std::shared_ptr<caphv::controllers::Controllers> ctrl = std::move(controllers).value();
+  caphv::controllers::Controllers* c = ctrl.get();
   caphv::manager::Manager manager(std::move(options), mgmt);
-  // The HarvesterCluster and HarvesterMachine controllers run while this
+  // The management-cluster caches run on every replica, from before leader
+  // election; stopping them (destroying the controllers) comes after the
+  // reconcilers returned.
+  manager.AddCache(
+      "controllers", [c](std::stop_token s) { return c->StartCaches(s); },
+      [&ctrl] { ctrl.reset(); });
+  // The HarvesterCluster and HarvesterMachine reconcilers run while this
   // process leads.
-  manager.AddLeaderRunnable("controllers", [ctrl](std::stop_token s) {
-    if (auto st = ctrl->StartCaches(s); !st.ok()) return st;
-    return ctrl->Run(s);
-  });
+  manager.AddLeaderRunnable("controllers", [c](std::stop_token s) { return c->Run(s); });
   return manager.Run(stop);
 }
 
@@ -125,7 +130,10 @@ int main(int argc, char** argv) {
   try {
     return Main(argc, argv);
   } catch (const std::exception& e) {
-    std::cerr << "caphv-manager: fatal: " << e.what() << "\n";
+    caphv::kube::log::Root().Error(e.what(), "Fatal error");
+    return 1;
+  } catch (...) {
+    caphv::kube::log::Root().Error("unknown exception", "Fatal error");
     return 1;
   }
 }

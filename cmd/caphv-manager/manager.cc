@@ -1,10 +1,11 @@
 // File: cmd/caphv-manager/manager.cc
 //
-// Start-up and shutdown sequencing of caphv-manager.
+// Start-up and shutdown sequencing of caphv-manager. See manager.h.
 
 #include "manager.h"
 
 #include <cstdlib>
+#include <exception>
 #include <thread>
 
 #include "controllers/metrics.h"
@@ -21,6 +22,17 @@ std::chrono::milliseconds Remaining(std::chrono::steady_clock::time_point deadli
   return left.count() > 0 ? left : std::chrono::milliseconds(0);
 }
 
+// Runs `f` (a cache start or a runnable) turning an exception into an error.
+kube::Status Guarded(const std::function<kube::Status(std::stop_token)>& f, std::stop_token stop) {
+  try {
+    return f(stop);
+  } catch (const std::exception& e) {
+    return kube::Status(kube::StatusCode::kInternal, std::string("exception: ") + e.what());
+  } catch (...) {
+    return kube::Status(kube::StatusCode::kInternal, "unknown exception");
+  }
+}
+
 }  // namespace
 
 Manager::Manager(Options options, std::shared_ptr<kube::Client> client)
@@ -30,23 +42,45 @@ Manager::Manager(Options options, std::shared_ptr<kube::Client> client)
 
 Manager::~Manager() = default;
 
+void Manager::AddCache(std::string name, CacheStart start, std::function<void()> stop) {
+  caches_.push_back({std::move(name), std::move(start), std::move(stop)});
+}
+
 void Manager::AddLeaderRunnable(std::string name, Runnable runnable) {
   runnables_.push_back({std::move(name), std::move(runnable)});
 }
 
-void Manager::Fail(const std::string& why) {
-  log_.Error(why, "Stopping the manager");
+void Manager::Fail(const std::string& what) {
+  log_.Error(what, "Stopping the manager");
   {
     std::lock_guard<std::mutex> lock(mu_);
-    failed_ = true;
+    if (failed_.empty()) failed_ = what;
   }
   cv_.notify_all();
+}
+
+void Manager::ExitLeaseLost() {
+  log_.Error("leader election lost", "Exiting at once without a graceful shutdown",
+             {{"lease",
+               kube::log::KRef(options_.leader_election_namespace, options_.leader_election_id)}});
+  kube::log::Flush();
+  std::_Exit(1);
 }
 
 kube::Status Manager::StartServers() {
   controllers::metrics::Register();
   probes_.AddHealthzCheck("ping", kube::health::Ping());
   probes_.AddReadyzCheck("ping", kube::health::Ping());
+  probes_.AddReadyzCheck("runnables", [this]() -> kube::Status {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!failed_.empty()) return kube::Status(kube::StatusCode::kUnavailable, failed_);
+    }
+    if (!caches_synced_.load()) {
+      return kube::Status(kube::StatusCode::kUnavailable, "caches not synced");
+    }
+    return {};
+  });
   if (options_.enable_webhooks) {
     probes_.AddReadyzCheck("webhook", [this]() -> kube::Status {
       if (webhook_serving_.load()) return {};
@@ -91,6 +125,33 @@ kube::Status Manager::StartServers() {
   return {};
 }
 
+bool Manager::StartCaches(std::stop_token stop) {
+  for (const auto& c : caches_) {
+    log_.Info("Starting cache and waiting for it to sync", {{"cache", c.name}});
+    kube::Status s = Guarded(c.start, stop);
+    if (s.IsCancelled() || stop.stop_requested()) return false;
+    if (!s.ok()) {
+      log_.Error(s, "Cache did not sync", {{"cache", c.name}});
+      Fail("cache " + c.name + " did not sync: " + s.message());
+      return false;
+    }
+  }
+  caches_synced_.store(true);
+  log_.Info("Caches synced", {{"count", caches_.size()}});
+  return true;
+}
+
+void Manager::StopCaches() {
+  for (auto it = caches_.rbegin(); it != caches_.rend(); ++it) {
+    if (!it->stop) continue;
+    try {
+      it->stop();
+    } catch (const std::exception& e) {
+      log_.Error(e.what(), "Cache did not stop cleanly", {{"cache", it->name}});
+    }
+  }
+}
+
 void Manager::RunLeaderRunnables(std::stop_token stop) {
   if (runnables_.empty()) {
     log_.V(1).Info("No leader-only runnables registered");
@@ -101,15 +162,10 @@ void Manager::RunLeaderRunnables(std::stop_token stop) {
     threads.emplace_back([this, &r, stop] {
       auto logger = log_.WithValues({{"runnable", r.name}});
       logger.Info("Starting runnable");
-      kube::Status s;
-      try {
-        s = r.run(stop);
-      } catch (const std::exception& e) {
-        s = kube::Status(kube::StatusCode::kInternal, e.what());
-      }
+      kube::Status s = Guarded(r.run, stop);
       if (!s.ok() && !s.IsCancelled()) {
         logger.Error(s, "Runnable failed");
-        Fail("runnable " + r.name + " failed");
+        Fail("runnable " + r.name + " failed: " + s.message());
         return;
       }
       logger.Info("Stopped runnable");
@@ -140,16 +196,35 @@ void Manager::ShutdownServers(std::chrono::steady_clock::time_point deadline) {
   }
 }
 
+void Manager::RunLifecycle(std::stop_token stop, kube::LeaderElector* elector) {
+  if (!StartCaches(stop)) return;
+  if (elector == nullptr) {
+    RunLeaderRunnables(stop);
+    return;
+  }
+  kube::LeaderCallbacks callbacks;
+  callbacks.on_started_leading = [this](std::stop_token leading) {
+    log_.Info("Successfully acquired lease; starting leader-only runnables");
+    RunLeaderRunnables(leading);
+  };
+  callbacks.on_stopped_leading = [this] { log_.Info("Stopped leading"); };
+  callbacks.on_new_leader = [this](const std::string& id) {
+    log_.V(1).Info("New leader elected", {{"identity", id}});
+  };
+  callbacks.on_lost = [this] { ExitLeaseLost(); };
+  kube::Status s = elector->Run(stop, std::move(callbacks));
+  if (!s.ok()) ExitLeaseLost();  // on_lost already left; never lead again
+}
+
 int Manager::Run(std::stop_token stop) {
-  std::stop_source internal;  // ends elections and runnables
-  if (auto s = StartServers(); !s.ok()) {
-    log_.Error(s, "Unable to start the manager's servers");
+  std::stop_source internal;  // ends caches start, elections and runnables
+  if (auto st = StartServers(); !st.ok()) {
+    log_.Error(st, "Unable to start the manager's servers");
     ShutdownServers(std::chrono::steady_clock::now() + std::chrono::seconds(5));
     return 1;
   }
 
-  std::atomic<bool> lease_lost{false};
-  std::jthread leader_thread;
+  std::shared_ptr<kube::LeaderElector> elector;
   if (options_.leader_elect) {
     kube::LeaderElectionConfig config{.lease_namespace = options_.leader_election_namespace,
                                       .lease_name = options_.leader_election_id,
@@ -158,49 +233,38 @@ int Manager::Run(std::stop_token stop) {
                                       .renew_deadline = options_.renew_deadline,
                                       .retry_period = options_.retry_period,
                                       .release_on_cancel = true};
-    auto elector = kube::LeaderElector::New(client_, config);
-    if (!elector.ok()) {
-      log_.Error(elector.status(), "Invalid leader election configuration");
+    auto created = kube::LeaderElector::New(client_, config);
+    if (!created.ok()) {
+      log_.Error(created.status(), "Invalid leader election configuration");
       ShutdownServers(std::chrono::steady_clock::now() + std::chrono::seconds(5));
       return 1;
     }
-    log_.Info("Attempting to acquire leader lease",
-              {{"lease", kube::log::KRef(config.lease_namespace, config.lease_name)},
-               {"identity", (*elector)->identity()}});
-    leader_thread =
-        std::jthread([this, &lease_lost, token = internal.get_token(),
-                      elector = std::shared_ptr<kube::LeaderElector>(std::move(*elector))] {
-          kube::LeaderCallbacks callbacks;
-          callbacks.on_started_leading = [this](std::stop_token leading) {
-            log_.Info("Successfully acquired lease; starting leader-only runnables");
-            RunLeaderRunnables(leading);
-          };
-          callbacks.on_stopped_leading = [this] { log_.Info("Stopped leading"); };
-          callbacks.on_new_leader = [this](const std::string& id) {
-            log_.V(1).Info("New leader elected", {{"identity", id}});
-          };
-          kube::Status s = elector->Run(token, std::move(callbacks));
-          if (!s.ok()) {
-            lease_lost.store(true);
-            Fail("leader election lost: " + s.message());
-          }
-        });
-  } else {
-    leader_thread =
-        std::jthread([this, token = internal.get_token()] { RunLeaderRunnables(token); });
+    elector = std::move(*created);
   }
+
+  // Caches on every replica, then leader election, then the leader-only
+  // runnables, all on one thread so that each step waits for the one before.
+  std::jthread lifecycle([this, elector, token = internal.get_token()] {
+    try {
+      RunLifecycle(token, elector.get());
+    } catch (const std::exception& e) {  // a thread top: nothing may escape
+      Fail(std::string("manager lifecycle: exception: ") + e.what());
+    } catch (...) {
+      Fail("manager lifecycle: unknown exception");
+    }
+  });
   log_.Info("Manager started");
 
   {
     std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, stop, [this] { return failed_; });
+    cv_.wait(lock, stop, [this] { return !failed_.empty(); });
   }
-  bool failed;
+  std::string failed;
   {
     std::lock_guard<std::mutex> lock(mu_);
     failed = failed_;
   }
-  log_.Info("Stopping and waiting for runnables, leader election and servers",
+  log_.Info("Stopping and waiting for runnables, leader election, caches and servers",
             {{"timeout", std::to_string(graceful_timeout.count()) + "s"}});
   probes_.SetShuttingDown();
 
@@ -214,12 +278,14 @@ int Manager::Run(std::stop_token stop) {
     if (!done_cv.wait_until(lock, deadline, [&] { return done; })) {
       log_.Error("graceful shutdown timed out", "Exiting without a clean shutdown",
                  {{"timeout", std::to_string(graceful_timeout.count()) + "s"}});
+      kube::log::Flush();
       std::_Exit(1);
     }
   });
 
   internal.request_stop();
-  if (leader_thread.joinable()) leader_thread.join();
+  lifecycle.join();  // leader-only runnables returned, lease released
+  StopCaches();
   ShutdownServers(deadline);
   {
     std::lock_guard<std::mutex> lock(done_mu);
@@ -228,12 +294,8 @@ int Manager::Run(std::stop_token stop) {
   done_cv.notify_all();
   watchdog.join();
 
-  if (lease_lost.load()) {
-    log_.Error("leader election lost", "Manager stopped");
-    return 1;
-  }
-  if (failed) {
-    log_.Error("a runnable failed", "Manager stopped");
+  if (!failed.empty()) {
+    log_.Error(failed, "Manager stopped");
     return 1;
   }
   log_.Info("Manager stopped");

@@ -95,6 +95,9 @@ kube::Status Validate(const Options& o) {
     return Bad("invalid --concurrency " + std::to_string(o.concurrency) + ": must be at least 1");
   }
   if (o.sync_period.count() <= 0) return Bad("--sync-period must be greater than zero");
+  if (o.cache_sync_timeout.count() <= 0) {
+    return Bad("--cache-sync-timeout must be greater than zero");
+  }
   if (!o.watch_namespace.empty() && !IsDns1123Label(o.watch_namespace)) {
     return Bad("invalid --namespace \"" + o.watch_namespace + "\": not a valid namespace name");
   }
@@ -185,7 +188,7 @@ std::string FormatDuration(std::chrono::milliseconds d) {
 kube::StatusOr<Options> ParseOptions(int argc, const char* const* argv, std::string_view tmpdir) {
   Options o;
   std::string lease_duration = "15s", renew_deadline = "10s", retry_period = "2s",
-              sync_period = "10m";
+              sync_period = "10m", cache_sync_timeout = "2m";
   o.webhook_cert_dir =
       std::string(tmpdir.empty() ? "/tmp" : tmpdir) + "/k8s-webhook-server/serving-certs";
 
@@ -229,6 +232,9 @@ kube::StatusOr<Options> ParseOptions(int argc, const char* const* argv, std::str
       ->capture_default_str();
   app.add_option("--sync-period", sync_period, "Minimum interval between full resyncs")
       ->capture_default_str();
+  app.add_option("--cache-sync-timeout", cache_sync_timeout,
+                 "How long the caches may take to sync before the manager gives up and exits")
+      ->capture_default_str();
   app.add_option("--namespace", o.watch_namespace, "Namespace to watch (default: all namespaces)");
   app.add_option("--watch-filter", o.watch_filter,
                  "Only reconcile objects labelled cluster.x-k8s.io/watch-filter=<value>");
@@ -266,7 +272,8 @@ kube::StatusOr<Options> ParseOptions(int argc, const char* const* argv, std::str
   } durations[] = {{"--leader-elect-lease-duration", lease_duration, o.lease_duration},
                    {"--leader-elect-renew-deadline", renew_deadline, o.renew_deadline},
                    {"--leader-elect-retry-period", retry_period, o.retry_period},
-                   {"--sync-period", sync_period, o.sync_period}};
+                   {"--sync-period", sync_period, o.sync_period},
+                   {"--cache-sync-timeout", cache_sync_timeout, o.cache_sync_timeout}};
   for (auto& d : durations) {
     auto parsed = ParseDuration(d.text);
     if (!parsed.ok()) return Bad(std::string(d.flag) + ": " + parsed.status().message());

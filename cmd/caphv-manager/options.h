@@ -9,7 +9,8 @@
 //   --metrics-bind-address :8080 ("0" disables), --health-probe-bind-address
 //   :8081 ("0" disables), --leader-elect false, lease 15s / 10s / 2s,
 //   --webhook-port 9443, --webhook-cert-dir <TMPDIR>/k8s-webhook-server/serving-certs,
-//   --concurrency 10, --sync-period 10m, --log-format text.
+//   --concurrency 10, --sync-period 10m, --cache-sync-timeout 2m (controller-
+//   runtime's CacheSyncTimeout), --log-format text.
 //
 // Thread safety: ParseOptions and ParseDuration are stateless.
 
@@ -47,6 +48,7 @@ struct Options {
 
   int concurrency = 10;
   std::chrono::milliseconds sync_period{10 * 60 * 1000};
+  std::chrono::milliseconds cache_sync_timeout{2 * 60 * 1000};
   std::string watch_namespace;  // --namespace; empty = all namespaces
   std::string watch_filter;     // value of the cluster.x-k8s.io/watch-filter label
 

@@ -149,13 +149,17 @@ int Run(const RunFlags& f, std::stop_token stop) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     if (st.stop_requested()) return;
-    auto cfg = sim::WebhookConfiguration(webhook_name, url, ca, f.ns);
-    auto applied = h->Apply(kube::resources::kValidatingWebhookConfigurations, "", cfg,
-                            {.field_manager = "caphv-sim", .force = true});
-    if (!applied.ok()) {
-      log.Error(applied.status(), "Cannot register the validating webhook");
-    } else {
-      log.Info("Registered the validating webhook", {{"url", url}});
+    try {  // a thread top: nothing may escape
+      auto cfg = sim::WebhookConfiguration(webhook_name, url, ca, f.ns);
+      auto applied = h->Apply(kube::resources::kValidatingWebhookConfigurations, "", cfg,
+                              {.field_manager = "caphv-sim", .force = true});
+      if (!applied.ok()) {
+        log.Error(applied.status(), "Cannot register the validating webhook");
+      } else {
+        log.Info("Registered the validating webhook", {{"url", url}});
+      }
+    } catch (const std::exception& e) {
+      log.Error(e.what(), "Cannot register the validating webhook");
     }
   });
   log.Info("Running", {{"namespace", f.ns.empty() ? "*" : f.ns},

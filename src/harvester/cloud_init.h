@@ -28,7 +28,7 @@
 
 #include "api/harvester_cluster.h"
 #include "api/harvester_machine.h"
-#include "kube/client.h"
+#include "kube/object.h"
 #include "kube/status.h"
 
 namespace caphv::harvester {

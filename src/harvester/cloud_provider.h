@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "harvester/naming.h"
-#include "kube/client.h"
+#include "kube/object.h"
 #include "kube/status.h"
 
 namespace caphv::harvester {

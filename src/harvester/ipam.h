@@ -29,7 +29,7 @@
 
 #include "api/harvester_cluster.h"
 #include "harvester/ipv4.h"
-#include "kube/client.h"
+#include "kube/object.h"
 #include "kube/status.h"
 
 namespace caphv::harvester {

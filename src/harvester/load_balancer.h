@@ -20,7 +20,7 @@
 
 #include "api/harvester_cluster.h"
 #include "harvester/naming.h"
-#include "kube/client.h"
+#include "kube/object.h"
 #include "kube/status.h"
 
 namespace caphv::harvester {

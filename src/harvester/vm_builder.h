@@ -26,7 +26,7 @@
 
 #include "api/harvester_machine.h"
 #include "harvester/naming.h"
-#include "kube/client.h"
+#include "kube/object.h"
 #include "kube/status.h"
 
 namespace caphv::harvester {

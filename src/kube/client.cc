@@ -81,25 +81,6 @@ std::string UrlEncode(std::string_view s) {
   return out;
 }
 
-namespace {
-std::string MetaString(const Object& o, const char* key) {
-  auto m = o.find("metadata");
-  if (m == o.end() || !m->is_object()) return {};
-  auto v = m->find(key);
-  if (v == m->end() || !v->is_string()) return {};
-  return v->get<std::string>();
-}
-}  // namespace
-
-std::string NamespaceOf(const Object& o) { return MetaString(o, "namespace"); }
-std::string NameOf(const Object& o) { return MetaString(o, "name"); }
-std::string ResourceVersionOf(const Object& o) { return MetaString(o, "resourceVersion"); }
-std::string UidOf(const Object& o) { return MetaString(o, "uid"); }
-std::string KeyOf(const Object& o) {
-  std::string ns = NamespaceOf(o);
-  return ns.empty() ? NameOf(o) : ns + "/" + NameOf(o);
-}
-
 Client::Client(RestConfig config)
     : config_(std::move(config)), transport_(std::make_unique<Transport>(config_)) {}
 

@@ -1,8 +1,8 @@
 // File: kube/client.h
 //
 // Client: a small, typed-error REST client for the Kubernetes API, generic over
-// GroupVersionResource. Objects are nlohmann::json values (the raw object is
-// the truth; typed structs elsewhere are read views).
+// GroupVersionResource. Objects are kube::Object (kube/object.h: raw JSON,
+// with the metadata accessors NameOf, KeyOf, ...).
 //
 // Thread safety: a Client is safe to use from many threads at once; share one
 // per apiserver via std::shared_ptr. Every call blocks the calling thread for
@@ -13,7 +13,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <stop_token>
 #include <string>
@@ -21,12 +20,11 @@
 #include <vector>
 
 #include "kube/config.h"
+#include "kube/object.h"
 #include "kube/resource.h"
 #include "kube/status.h"
 
 namespace caphv::kube {
-
-using Object = nlohmann::json;
 
 struct ListOptions {
   std::string label_selector;
@@ -151,14 +149,6 @@ class Client {
   RestConfig config_;
   std::unique_ptr<Transport> transport_;
 };
-
-// Helpers for reading objects.
-std::string NamespaceOf(const Object& o);
-std::string NameOf(const Object& o);
-std::string ResourceVersionOf(const Object& o);
-std::string UidOf(const Object& o);
-// "ns/name" or "name" for cluster-scoped objects: the cache key.
-std::string KeyOf(const Object& o);
 
 // Percent-encodes a query parameter value.
 std::string UrlEncode(std::string_view s);

@@ -9,6 +9,7 @@
 
 #include <cstdio>
 #include <ctime>
+#include <exception>
 
 #include "kube/log.h"
 #include "kube/metrics.h"
@@ -180,7 +181,13 @@ void EventRecorder::Loop(const std::stop_token& stop) {
       queue_.pop_front();
       busy_ = true;
     }
-    Send(p, stop);
+    // The recorder's thread top: one event that throws must not end it.
+    try {
+      Send(p, stop);
+    } catch (const std::exception& e) {
+      log::Root().WithName("events").Error(e.what(), "Dropped an event after an exception",
+                                           {{"reason", p.reason}});
+    }
     {
       std::lock_guard lock(mu_);
       busy_ = false;

@@ -4,6 +4,7 @@
 // address parsing.
 
 #include <cctype>
+#include <charconv>
 #include <string>
 
 #include "kube/http_server.h"
@@ -90,13 +91,8 @@ StatusOr<std::pair<std::string, int>> ParseBindAddress(std::string_view address)
     host = host.substr(1, host.size() - 2);
   }
   int port = -1;
-  try {
-    size_t used = 0;
-    port = std::stoi(port_str, &used);
-    if (used != port_str.size()) port = -1;
-  } catch (...) {
-    port = -1;
-  }
+  auto [end, ec] = std::from_chars(port_str.data(), port_str.data() + port_str.size(), port);
+  if (ec != std::errc() || end != port_str.data() + port_str.size()) port = -1;
   if (port < 0 || port > 65535) {
     return Status(StatusCode::kInvalidArgument,
                   "bind address " + std::string(address) + " has an invalid port");

@@ -9,6 +9,7 @@
 
 #include <cstdio>
 #include <ctime>
+#include <exception>
 #include <random>
 #include <thread>
 
@@ -383,18 +384,29 @@ Status LeaderElector::Run(const std::stop_token& stop, LeaderCallbacks callbacks
   std::stop_source work_stop;
   std::thread work;
   if (callbacks.on_started_leading) {
-    work = std::thread(
-        [&callbacks, token = work_stop.get_token()] { callbacks.on_started_leading(token); });
+    work = std::thread([&callbacks, &logger, token = work_stop.get_token()] {
+      // A thread top: nothing may escape.
+      try {
+        callbacks.on_started_leading(token);
+      } catch (const std::exception& e) {
+        logger.Error(e.what(), "Leading work stopped by an exception");
+      } catch (...) {
+        logger.Error("unknown exception", "Leading work stopped by an exception");
+      }
+    });
   }
   const bool stopped = Renew(stop);
   leading_.store(false);
   gauge.Set(0);
+  if (!stopped) {
+    logger.Info("Leader election lost");
+    if (callbacks.on_lost) callbacks.on_lost();
+  }
   work_stop.request_stop();
   if (work.joinable()) work.join();
   if (stopped && config_.release_on_cancel) ReleaseLease();
   if (callbacks.on_stopped_leading) callbacks.on_stopped_leading();
   if (stopped) return Status::Ok();
-  logger.Info("Leader election lost");
   return Status(StatusCode::kUnavailable, "leader election lost");
 }
 

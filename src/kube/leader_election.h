@@ -22,7 +22,10 @@
 // on_started_leading runs on its own thread with a token that is stopped
 // when leadership ends; Run() waits for it to return before releasing the
 // lease, so the old leader's work is over before a new leader can start.
-// on_stopped_leading always runs (once) before Run() returns.
+// on_stopped_leading always runs (once) before Run() returns. on_lost, when
+// set, runs on Run()'s thread the moment renewal fails, before the leading
+// work is stopped and joined: a process that follows controller-runtime
+// ("leader election lost", zero graceful timeout) exits there.
 //
 // Metric: leader_election_master_status{name=<lease name>} is 1 while leading.
 //
@@ -119,6 +122,8 @@ struct LeaderCallbacks {
   std::function<void(std::stop_token)> on_started_leading;
   std::function<void()> on_stopped_leading;
   std::function<void(const std::string&)> on_new_leader;  // optional
+  // Optional: the lease was lost (not called on a requested stop).
+  std::function<void()> on_lost;
 };
 
 class LeaderElector {

@@ -117,6 +117,12 @@ void Configure(int verbosity, Format format, std::ostream* out) {
 
 int Verbosity() { return GlobalSink().verbosity.load(std::memory_order_relaxed); }
 
+void Flush() {
+  Sink& sink = GlobalSink();
+  std::lock_guard lock(sink.mu);
+  (sink.out ? *sink.out : std::cerr).flush();
+}
+
 Logger Logger::WithName(std::string name) const {
   Logger l = *this;
   l.name_ = name_.empty() ? std::move(name) : name_ + "/" + name;

@@ -51,6 +51,9 @@ void Configure(int verbosity, Format format, std::ostream* out = nullptr);
 // The configured verbosity (0 by default).
 int Verbosity();
 
+// Flushes the sink; for a process about to leave through std::_Exit.
+void Flush();
+
 class Logger {
  public:
   Logger() = default;

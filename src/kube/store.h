@@ -30,12 +30,10 @@
 #include <unordered_set>
 #include <vector>
 
-#include "kube/client.h"
+#include "kube/object.h"
 #include "kube/status.h"
 
 namespace caphv::kube {
-
-using ObjectPtr = std::shared_ptr<const Object>;
 
 // Index values of an object for one index.
 using IndexFunc = std::function<std::vector<std::string>(const Object&)>;

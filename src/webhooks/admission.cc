@@ -184,10 +184,11 @@ api::Json Review(const api::Json& review, std::string_view kind) {
     return ReviewUnsafe(review, kind);
   } catch (const std::exception& e) {
     std::string uid;
-    try {
-      uid = StringAt(review.value("request", api::Json::object()), "uid");
-    } catch (...) {
+    if (review.is_object()) {
+      if (auto req = review.find("request"); req != review.end()) uid = StringAt(*req, "uid");
     }
+    kube::log::Root().WithName("webhook").Error(e.what(), "Validation failed with an exception",
+                                                {{"kind", kind}, {"uid", uid}});
     return Denied(uid, 500, "InternalError",
                   std::string("internal error while validating: ") + e.what());
   }

@@ -4,7 +4,10 @@
 // bed's management apiserver with the Cluster API core manager, the simulated
 // Harvester and the workload apiserver, plus one caphv-manager process per
 // test (`--namespace <its management namespace>`, no leader election, no
-// webhooks), log in $CAPHV_TESTBED/logs/e2e-<test>.log.
+// webhooks), log in $CAPHV_TESTBED/logs/e2e-<test>.log. A test that runs its
+// own managers (leader election: LaunchManager + LeaderElectionFlags) clears
+// `start_manager_` in its constructor and hands the one left running to
+// `manager_` / `log_path_` for TearDown.
 //
 // Per test: a fresh management namespace holding the identity Secret (the
 // bed's harvester.kubeconfig), the `<cluster>-kubeconfig` Secret a control
@@ -247,7 +250,7 @@ class E2ETest : public ::testing::Test {
                     {"format", "cloud-config"}},
                    "cluster.x-k8s.io/secret");
     }
-    StartManager();
+    if (start_manager_) StartManager();
   }
 
   void TearDown() override {
@@ -270,27 +273,64 @@ class E2ETest : public ::testing::Test {
 
   // ---------------------------------------------------------------- manager
 
-  void StartManager() {
+  // A caphv-manager started by LaunchManager.
+  struct Launched {
+    std::unique_ptr<ManagerProcess> process;
+    int probe_port = 0;
+    int metrics_port = 0;
+  };
+
+  // Starts caphv-manager for this test's namespace with `extra` flags, its
+  // log appended to `log_path`, and waits until /readyz answers 200 (for a
+  // replica that does not lead: its caches synced).
+  void LaunchManager(const std::vector<std::string>& extra, const std::filesystem::path& log_path,
+                     Launched* out) {
     auto& bed = Testbed::Get();
-    probe_port_ = FreePort();
-    manager_ = std::make_unique<ManagerProcess>(
-        std::vector<std::string>{
-            caphv::testing::BuildPath("cmd/caphv-manager/caphv-manager"), "--kubeconfig",
-            bed.KubeconfigPath(caphv::testing::kMgmt), "--namespace", ns(),
-            "--metrics-bind-address", "127.0.0.1:" + std::to_string(metrics_port_ = FreePort()),
-            "--health-probe-bind-address", "127.0.0.1:" + std::to_string(probe_port_)},
-        log_path_);
-    ASSERT_TRUE(manager_->started());
-    std::string out;
+    out->probe_port = FreePort();
+    out->metrics_port = FreePort();
+    std::vector<std::string> args = {caphv::testing::BuildPath("cmd/caphv-manager/caphv-manager"),
+                                     "--kubeconfig",
+                                     bed.KubeconfigPath(caphv::testing::kMgmt),
+                                     "--namespace",
+                                     ns(),
+                                     "--metrics-bind-address",
+                                     "127.0.0.1:" + std::to_string(out->metrics_port),
+                                     "--health-probe-bind-address",
+                                     "127.0.0.1:" + std::to_string(out->probe_port)};
+    args.insert(args.end(), extra.begin(), extra.end());
+    out->process = std::make_unique<ManagerProcess>(std::move(args), log_path);
+    ASSERT_TRUE(out->process->started());
+    std::string curl_out;
     ASSERT_TRUE(Eventually(
         [&] {
-          return caphv::testing::RunCommand(
-                     "curl -fs -m 2 http://127.0.0.1:" + std::to_string(probe_port_) + "/readyz",
-                     &out) == 0;
+          return caphv::testing::RunCommand("curl -fs -m 2 http://127.0.0.1:" +
+                                                std::to_string(out->probe_port) + "/readyz",
+                                            &curl_out) == 0;
         },
         std::chrono::seconds(30), kPoll))
         << "caphv-manager not ready:\n"
-        << LastLines(ReadWholeFile(log_path_), 40);
+        << LastLines(ReadWholeFile(log_path), 40);
+  }
+
+  // Leader election on Lease `lease` in this test's namespace, with short
+  // timings: lease 6 s, renew deadline 4 s, retry period 1 s.
+  std::vector<std::string> LeaderElectionFlags(const std::string& lease) const {
+    return {"--leader-elect",
+            "--leader-election-namespace",
+            ns(),
+            "--leader-election-id",
+            lease,
+            "--leader-elect-lease-duration=6s",
+            "--leader-elect-renew-deadline=4s",
+            "--leader-elect-retry-period=1s"};
+  }
+
+  void StartManager() {
+    Launched launched;
+    LaunchManager({}, log_path_, &launched);
+    manager_ = std::move(launched.process);
+    probe_port_ = launched.probe_port;
+    metrics_port_ = launched.metrics_port;
   }
 
   // SIGKILL, as a node failure or an OOM kill would.
@@ -701,6 +741,7 @@ class E2ETest : public ::testing::Test {
   std::unique_ptr<caphv::testing::ScopedNamespace> ns_;
   std::string cluster_, target_ns_;
   std::filesystem::path log_path_;
+  bool start_manager_ = true;  // SetUp starts `manager_`
   std::unique_ptr<ManagerProcess> manager_;
   int metrics_port_ = 0;
   int probe_port_ = 0;

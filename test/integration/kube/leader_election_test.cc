@@ -260,6 +260,55 @@ TEST_F(LeaderElectionTest, LosingTheLeaseStopsLeadingAndExitsNonZero) {
   EXPECT_EQ(Lease().holder_identity, "intruder");
 }
 
+TEST_F(LeaderElectionTest, OnLostRunsAtOnceWithoutWaitingForTheLeadingWork) {
+  auto elector = LeaderElector::New(client_, {.lease_namespace = ns_.name(),
+                                              .lease_name = lease_,
+                                              .identity = "busy",
+                                              .lease_duration = 4s,
+                                              .renew_deadline = 3s,
+                                              .retry_period = 500ms});
+  ASSERT_TRUE(elector.ok()) << elector.status().ToString();
+  // The leading work ignores its token until released: a long reconcile.
+  std::atomic<bool> release{false}, work_done{false}, work_done_at_lost{true};
+  std::atomic<int> lost{0}, stopped{0};
+  std::stop_source stop;
+  Status result;
+  std::thread runner;
+  StopAndJoin guard{stop, runner};
+  runner = std::thread([&] {
+    result = (*elector)->Run(stop.get_token(), {.on_started_leading =
+                                                    [&](std::stop_token) {
+                                                      while (!release.load()) {
+                                                        std::this_thread::sleep_for(10ms);
+                                                      }
+                                                      work_done.store(true);
+                                                    },
+                                                .on_stopped_leading = [&] { stopped++; },
+                                                .on_lost =
+                                                    [&] {
+                                                      work_done_at_lost.store(work_done.load());
+                                                      lost++;
+                                                    }});
+  });
+  ASSERT_TRUE(testing::Eventually([&] { return (*elector)->IsLeader(); }, 10s));
+  // An intruder takes the lease for an hour.
+  auto got = client_->Get(resources::kLeases, ns_.name(), lease_);
+  ASSERT_TRUE(got.ok());
+  Object lease = *got;
+  LeaseRecord{"intruder", 3600, MicroTimeNow(), MicroTimeNow(), 9}.ToLease(lease);
+  ASSERT_TRUE(client_->Update(resources::kLeases, ns_.name(), lease).ok());
+  // Renew deadline (3 s) plus a retry and request latency.
+  EXPECT_TRUE(testing::Eventually([&] { return lost.load() == 1; }, 6s));
+  EXPECT_FALSE(work_done_at_lost.load()) << "on_lost waited for the leading work";
+  EXPECT_EQ(stopped.load(), 0) << "on_stopped_leading comes after the work returned";
+  release.store(true);
+  guard.Now();
+  EXPECT_EQ(result.code(), StatusCode::kUnavailable) << result.ToString();
+  EXPECT_EQ(lost.load(), 1);
+  EXPECT_EQ(stopped.load(), 1);
+  EXPECT_EQ(Lease().holder_identity, "intruder");
+}
+
 TEST_F(LeaderElectionTest, InProcessElectorReportsMetricAndReleases) {
   auto elector = LeaderElector::New(client_, {.lease_namespace = ns_.name(),
                                               .lease_name = lease_,

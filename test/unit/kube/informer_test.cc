@@ -2,7 +2,8 @@
 //
 // Informer cache and handler semantics, driven through its reflector entry
 // points (Replace/Apply/Resync) without starting it: adds, updates, deletes,
-// deleted-final-state-unknown across a relist, late handlers, compaction.
+// deleted-final-state-unknown across a relist, late handlers, compaction,
+// logged handler exceptions, and read-your-writes (RecordWrite).
 // The list/watch side is covered against a real apiserver in
 // test/integration/kube/informer_test.cc.
 
@@ -10,8 +11,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <sstream>
 #include <string>
 #include <vector>
+
+#include "kube/log.h"
 
 namespace caphv::kube {
 namespace {
@@ -133,15 +138,25 @@ TEST(InformerTest, CachedObjectsAreCompactedAndTransformed) {
   }
 }
 
-TEST(InformerTest, HandlerExceptionDoesNotStopDispatch) {
-  Informer inf(nullptr, Options());
-  EventHandler bad;
-  bad.on_add = [](const ObjectPtr&, bool) { throw std::runtime_error("boom"); };
-  inf.AddEventHandler(bad);
-  Recorder r;
-  inf.AddEventHandler(r.Handler());
-  inf.Replace({Cm("a", "1")}, "1");
-  EXPECT_EQ(r.log, (std::vector<std::string>{"add a@1 initial"}));
+TEST(InformerTest, HandlerExceptionIsLoggedAndDoesNotStopDispatch) {
+  std::ostringstream out;
+  log::Configure(0, log::Format::kText, &out);
+  {
+    Informer inf(nullptr, Options());
+    EventHandler bad;
+    bad.on_add = [](const ObjectPtr&, bool) { throw std::runtime_error("boom"); };
+    inf.AddEventHandler(bad);
+    Recorder r;
+    inf.AddEventHandler(r.Handler());
+    inf.Replace({Cm("a", "1")}, "1");
+    EXPECT_EQ(r.log, (std::vector<std::string>{"add a@1 initial"}));
+  }
+  log::Configure(0, log::Format::kText, nullptr);
+  const std::string logged = out.str();
+  EXPECT_NE(logged.find("\"Event handler failed\""), std::string::npos) << logged;
+  EXPECT_NE(logged.find("boom"), std::string::npos) << logged;
+  EXPECT_NE(logged.find("object=\"ns/a\""), std::string::npos) << logged;
+  EXPECT_NE(logged.find("resource=\"configmaps\""), std::string::npos) << logged;
 }
 
 TEST(InformerTest, ExtraIndexersAreAvailable) {
@@ -153,6 +168,147 @@ TEST(InformerTest, ExtraIndexersAreAvailable) {
   inf.Replace({a, Cm("b", "1")}, "1");
   EXPECT_EQ(inf.store().ByIndex(LabelIndexName("app"), "web")->size(), 1u);
   EXPECT_EQ(inf.store().ByIndex(kNamespaceIndex, "ns")->size(), 2u);
+}
+
+// ---------------------------------------------------------- read-your-writes
+
+TEST(InformerRecordWriteTest, NewerWriteIsCachedAtOnceAndAnnouncedByItsWatchEvent) {
+  Informer inf(nullptr, Options());
+  Recorder r;
+  inf.AddEventHandler(r.Handler());
+  inf.Replace({Cm("a", "5")}, "5");
+  r.log.clear();
+
+  EXPECT_TRUE(inf.RecordWrite(Cm("a", "7")));
+  EXPECT_EQ(ResourceVersionOf(*inf.store().Get("ns/a")), "7");
+  EXPECT_FALSE(inf.store().Get("ns/a")->at("metadata").contains("managedFields"));
+  EXPECT_TRUE(r.log.empty()) << "handlers are left to the watch event";
+
+  // The watch event: handlers hear the change from what they last knew (5).
+  inf.Apply(Event(WatchEvent::Type::kModified, Cm("a", "7")));
+  EXPECT_EQ(r.log, (std::vector<std::string>{"update a@5->7"}));
+  inf.Apply(Event(WatchEvent::Type::kModified, Cm("a", "8")));
+  EXPECT_EQ(r.log.back(), "update a@7->8");
+}
+
+TEST(InformerRecordWriteTest, OlderOrEqualWriteIsIgnored) {
+  Informer inf(nullptr, Options());
+  inf.Replace({Cm("a", "5")}, "5");
+  EXPECT_FALSE(inf.RecordWrite(Cm("a", "5")));
+  EXPECT_FALSE(inf.RecordWrite(Cm("a", "4")));
+  EXPECT_EQ(ResourceVersionOf(*inf.store().Get("ns/a")), "5");
+  // Numerically, not as text: "10" is newer than "9".
+  inf.Apply(Event(WatchEvent::Type::kModified, Cm("a", "9")));
+  EXPECT_TRUE(inf.RecordWrite(Cm("a", "10")));
+  EXPECT_EQ(ResourceVersionOf(*inf.store().Get("ns/a")), "10");
+}
+
+TEST(InformerRecordWriteTest, CreatedObjectIsCachedThenAddedByItsWatchEvent) {
+  Informer inf(nullptr, Options());
+  Recorder r;
+  inf.AddEventHandler(r.Handler());
+  inf.Replace({}, "10");
+  EXPECT_TRUE(inf.RecordWrite(Cm("b", "12")));
+  ASSERT_NE(inf.store().Get("ns/b"), nullptr);
+  EXPECT_TRUE(r.log.empty());
+  inf.Apply(Event(WatchEvent::Type::kAdded, Cm("b", "12")));
+  EXPECT_EQ(r.log, (std::vector<std::string>{"add b@12"}));
+}
+
+TEST(InformerRecordWriteTest, DeletedObjectIsNotBroughtBack) {
+  Informer inf(nullptr, Options());
+  inf.Replace({Cm("a", "5")}, "5");
+  inf.Apply(Event(WatchEvent::Type::kDeleted, Cm("a", "8")));
+  // A write answered at 7 reaches the cache after the deletion at 8.
+  EXPECT_FALSE(inf.RecordWrite(Cm("a", "7")));
+  EXPECT_EQ(inf.store().Get("ns/a"), nullptr);
+}
+
+TEST(InformerRecordWriteTest, DeletionAfterAWriteRemovesIt) {
+  Informer inf(nullptr, Options());
+  Recorder r;
+  inf.AddEventHandler(r.Handler());
+  inf.Replace({Cm("a", "5")}, "5");
+  r.log.clear();
+  ASSERT_TRUE(inf.RecordWrite(Cm("a", "7")));
+  inf.Apply(Event(WatchEvent::Type::kDeleted, Cm("a", "9")));
+  EXPECT_EQ(inf.store().Get("ns/a"), nullptr);
+  EXPECT_EQ(r.log, (std::vector<std::string>{"delete ns/a@9"}));
+}
+
+TEST(InformerRecordWriteTest, OlderWatchEventDoesNotHideTheWrite) {
+  Informer inf(nullptr, Options());
+  Recorder r;
+  inf.AddEventHandler(r.Handler());
+  inf.Replace({Cm("a", "5")}, "5");
+  r.log.clear();
+  ASSERT_TRUE(inf.RecordWrite(Cm("a", "9")));
+  // Someone else's change at 7 was still on its way.
+  inf.Apply(Event(WatchEvent::Type::kModified, Cm("a", "7")));
+  EXPECT_EQ(ResourceVersionOf(*inf.store().Get("ns/a")), "9");
+  inf.Apply(Event(WatchEvent::Type::kModified, Cm("a", "9")));
+  EXPECT_EQ(ResourceVersionOf(*inf.store().Get("ns/a")), "9");
+  EXPECT_EQ(r.log, (std::vector<std::string>{"update a@5->7", "update a@7->9"}));
+}
+
+TEST(InformerRecordWriteTest, RelistAnnouncesRecordedWrites) {
+  Informer inf(nullptr, Options());
+  Recorder r;
+  inf.AddEventHandler(r.Handler());
+  inf.Replace({Cm("a", "5")}, "5");
+  r.log.clear();
+  ASSERT_TRUE(inf.RecordWrite(Cm("a", "7")));
+  ASSERT_TRUE(inf.RecordWrite(Cm("b", "8")));
+  inf.Replace({Cm("a", "7"), Cm("b", "8")}, "8");
+  std::sort(r.log.begin(), r.log.end());
+  EXPECT_EQ(r.log, (std::vector<std::string>{"add b@8", "update a@5->7"}));
+}
+
+TEST(InformerRecordWriteTest, UnparsableResourceVersionsOnlyFillAbsentEntries) {
+  Informer inf(nullptr, Options());
+  inf.Replace({Cm("a", "x1")}, "x1");
+  EXPECT_FALSE(inf.RecordWrite(Cm("a", "x2")));
+  EXPECT_EQ(ResourceVersionOf(*inf.store().Get("ns/a")), "x1");
+  EXPECT_FALSE(inf.RecordWrite(Cm("a", "9")));  // cached one does not parse
+  EXPECT_TRUE(inf.RecordWrite(Cm("b", "x3")));
+  EXPECT_EQ(ResourceVersionOf(*inf.store().Get("ns/b")), "x3");
+}
+
+TEST(InformerRecordWriteTest, ObjectsOutsideTheInformersScopeAreIgnored) {
+  {
+    InformerOptions o = Options();
+    o.ns = "other";
+    Informer inf(nullptr, std::move(o));
+    inf.Replace({}, "1");
+    EXPECT_FALSE(inf.RecordWrite(Cm("a", "2")));
+    EXPECT_EQ(inf.store().Size(), 0u);
+  }
+  {
+    InformerOptions o = Options();
+    o.label_selector = "app=web,tier!=db,owner";
+    Informer inf(nullptr, std::move(o));
+    inf.Replace({}, "1");
+    Object plain = Cm("a", "2");
+    EXPECT_FALSE(inf.RecordWrite(plain));
+    Object labelled = Cm("b", "3");
+    labelled["metadata"]["labels"] = {{"app", "web"}, {"owner", "me"}};
+    EXPECT_TRUE(inf.RecordWrite(labelled));
+    labelled["metadata"]["labels"]["tier"] = "db";
+    labelled["metadata"]["name"] = "c";
+    EXPECT_FALSE(inf.RecordWrite(labelled));
+  }
+  for (auto [label_selector, field_selector] :
+       {std::pair<const char*, const char*>{"app in (web)", ""}, {"", "metadata.name=a"}}) {
+    InformerOptions o = Options();
+    o.label_selector = label_selector;
+    o.field_selector = field_selector;
+    Informer inf(nullptr, std::move(o));
+    inf.Replace({}, "1");
+    Object a = Cm("a", "2");
+    a["metadata"]["labels"] = {{"app", "web"}};
+    EXPECT_FALSE(inf.RecordWrite(a))
+        << "cannot be decided here: " << label_selector << field_selector;
+  }
 }
 
 }  // namespace

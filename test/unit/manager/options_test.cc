@@ -39,6 +39,7 @@ TEST(OptionsTest, Defaults) {
   EXPECT_EQ(o->webhook_key_name, "tls.key");
   EXPECT_EQ(o->concurrency, 10);
   EXPECT_EQ(o->sync_period, milliseconds(600000));
+  EXPECT_EQ(o->cache_sync_timeout, milliseconds(120000));
   EXPECT_EQ(o->watch_namespace, "");
   EXPECT_EQ(o->watch_filter, "");
   EXPECT_EQ(o->verbosity, 0);
@@ -75,6 +76,8 @@ TEST(OptionsTest, EveryFlagInBothForms) {
                   "--concurrency",
                   "3",
                   "--sync-period=1h30m",
+                  "--cache-sync-timeout",
+                  "45s",
                   "--namespace",
                   "team-a",
                   "--watch-filter=blue",
@@ -97,6 +100,7 @@ TEST(OptionsTest, EveryFlagInBothForms) {
   EXPECT_EQ(o->webhook_key_name, "k.pem");
   EXPECT_EQ(o->concurrency, 3);
   EXPECT_EQ(o->sync_period, milliseconds(5400000));
+  EXPECT_EQ(o->cache_sync_timeout, milliseconds(45000));
   EXPECT_EQ(o->watch_namespace, "team-a");
   EXPECT_EQ(o->watch_filter, "blue");
   EXPECT_EQ(o->log_format, "json");
@@ -146,6 +150,8 @@ TEST(OptionsTest, BadFlagsGiveOneReadableLine) {
       {{"--concurrency=0"}, "--concurrency"},
       {{"--sync-period=10"}, "--sync-period"},
       {{"--sync-period=0"}, "--sync-period"},
+      {{"--cache-sync-timeout=0"}, "--cache-sync-timeout"},
+      {{"--cache-sync-timeout=soon"}, "--cache-sync-timeout"},
       {{"--leader-elect-lease-duration=10s"}, "--leader-elect-lease-duration"},
       {{"--leader-elect-renew-deadline=2s"}, "--leader-elect-renew-deadline"},
       {{"--leader-elect-retry-period=soon"}, "--leader-elect-retry-period"},
