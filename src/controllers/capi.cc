@@ -106,6 +106,36 @@ bool ClusterInfrastructureReady(const kube::Object& cluster) {
          init->value("infrastructureProvisioned", false);
 }
 
+std::map<std::string, std::string> LabelsOf(const kube::Object& o) {
+  auto meta = o.find("metadata");
+  if (meta == o.end() || !meta->is_object()) return {};
+  auto labels = meta->find("labels");
+  if (labels == meta->end() || !labels->is_object()) return {};
+  std::map<std::string, std::string> out;
+  for (const auto& [k, v] : labels->items()) {
+    if (v.is_string()) out[k] = v.get<std::string>();
+  }
+  return out;
+}
+
+bool ClusterControlPlaneInitialized(const kube::Object& cluster) {
+  auto status = cluster.find("status");
+  if (status == cluster.end() || !status->is_object()) return false;
+  if (auto init = status->find("initialization");
+      init != status->end() && init->is_object() && init->value("controlPlaneInitialized", false)) {
+    return true;
+  }
+  auto conditions = status->find("conditions");
+  if (conditions == status->end() || !conditions->is_array()) return false;
+  for (const auto& c : *conditions) {
+    if (c.is_object() && c.value("type", "") == "ControlPlaneInitialized" &&
+        c.value("status", "") == "True") {
+      return true;
+    }
+  }
+  return false;
+}
+
 std::string BootstrapDataSecretName(const kube::Object& machine) {
   return Str(machine, {"spec", "bootstrap", "dataSecretName"});
 }

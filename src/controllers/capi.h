@@ -9,6 +9,7 @@
 
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -53,8 +54,16 @@ std::optional<kube::Object> RemoveFinalizerPatch(const kube::Object& o, std::str
 // status.initialization.infrastructureProvisioned (v1beta2).
 bool ClusterInfrastructureReady(const kube::Object& cluster);
 
+// Cluster condition ControlPlaneInitialized True (v1beta1) or
+// status.initialization.controlPlaneInitialized (v1beta2): from then on
+// Cluster API watches the workload cluster's Nodes itself.
+bool ClusterControlPlaneInitialized(const kube::Object& cluster);
+
 // Machine spec.bootstrap.dataSecretName ("" while the bootstrap provider works).
 std::string BootstrapDataSecretName(const kube::Object& machine);
+
+// metadata.labels (empty when absent).
+std::map<std::string, std::string> LabelsOf(const kube::Object& o);
 
 // Reads a string at a JSON path; "" when absent or not a string.
 std::string Str(const kube::Object& o, std::initializer_list<std::string_view> path);

@@ -8,31 +8,12 @@
 
 #include "controllers/capi.h"
 #include "controllers/cluster_reconciler.h"
+#include "controllers/machine_observe.h"
 #include "harvester/cloud_provider.h"
 #include "harvester/load_balancer.h"
 #include "harvester/naming.h"
 
 namespace caphv::controllers {
-
-namespace {
-
-std::map<std::string, std::string> LabelsOf(const kube::Object& o) {
-  auto meta = o.find("metadata");
-  if (meta == o.end()) return {};
-  return meta->value("labels", std::map<std::string, std::string>{});
-}
-
-ConnectionView ViewOf(const ConnectionLookup& l) {
-  ConnectionView v;
-  v.ready = l.connection != nullptr;
-  v.reason = l.reason;
-  v.message = l.message;
-  v.retry_after = l.retry_after;
-  if (l.connection) v.server = l.connection->server();
-  return v;
-}
-
-}  // namespace
 
 ClusterObservation HarvesterClusterReconciler::Observe(Run& r, api::HarvesterCluster hc) {
   ClusterObservation o;
@@ -63,9 +44,9 @@ ClusterObservation HarvesterClusterReconciler::Observe(Run& r, api::HarvesterClu
             .ListByLabels(r.req.ns, {{std::string(kClusterNameLabel), o.cluster_name}})
             .size());
     if (o.machines > 0) return o;  // the planner waits for them first
-  } else if (!o.has_finalizer) {
-    return o;  // the finalizer comes before anything on Harvester
   }
+  // Looked up even before the finalizer exists: the loop adds the finalizer
+  // and plans again on this observation.
   ObserveHarvester(r, o);
   return o;
 }
@@ -75,7 +56,7 @@ void HarvesterClusterReconciler::ObserveHarvester(Run& r, ClusterObservation& o)
   ConnectionLookup lookup =
       ctx_.connections->Get(hc.spec.identity_secret.namespace_, hc.spec.identity_secret.name,
                             Waiter{Waiter::Kind::kCluster, r.req});
-  o.harvester = ViewOf(lookup);
+  o.harvester = ViewOfConnection(lookup);
   if (!lookup.connection) return;
   r.conn = lookup.connection;
   const Connection& conn = *r.conn;

@@ -52,7 +52,7 @@
 #include "harvester/cloud_provider.h"
 #include "harvester/load_balancer.h"
 #include "harvester/naming.h"
-#include "kube/client.h"
+#include "kube/object.h"
 
 namespace caphv::controllers {
 

@@ -19,11 +19,6 @@ namespace {
 
 using kube::Object;
 
-std::map<std::string, std::string> LabelsOf(const Object& o) {
-  return o.value("metadata", Object::object())
-      .value("labels", std::map<std::string, std::string>{});
-}
-
 }  // namespace
 
 Object WithOwnerAnnotation(Object o, const std::string& owner_key) {

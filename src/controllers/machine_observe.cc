@@ -16,26 +16,6 @@
 
 namespace caphv::controllers {
 
-namespace {
-
-std::map<std::string, std::string> LabelsOf(const kube::Object& o) {
-  auto meta = o.find("metadata");
-  if (meta == o.end()) return {};
-  return meta->value("labels", std::map<std::string, std::string>{});
-}
-
-ConnectionView ViewOf(const ConnectionLookup& l) {
-  ConnectionView v;
-  v.ready = l.connection != nullptr;
-  v.reason = l.reason;
-  v.message = l.message;
-  v.retry_after = l.retry_after;
-  if (l.connection) v.server = l.connection->server();
-  return v;
-}
-
-}  // namespace
-
 VmView ViewOfVm(const kube::Object& vm, const harvester::ClusterIdentity& identity) {
   VmView v;
   v.uid = kube::UidOf(vm);
@@ -73,6 +53,16 @@ VmiView ViewOfVmi(const kube::Object& vmi) {
       for (const auto& ip : nic["ipAddresses"]) add(ip);
     }
   }
+  return v;
+}
+
+ConnectionView ViewOfConnection(const ConnectionLookup& l) {
+  ConnectionView v;
+  v.ready = l.connection != nullptr;
+  v.reason = l.reason;
+  v.message = l.message;
+  v.retry_after = l.retry_after;
+  if (l.connection) v.server = l.connection->server();
   return v;
 }
 
@@ -117,6 +107,7 @@ MachineObservation HarvesterMachineReconciler::Observe(Run& r) {
   if (cluster) {
     o.cluster_found = true;
     o.infrastructure_ready = ClusterInfrastructureReady(*cluster);
+    o.control_plane_initialized = ClusterControlPlaneInitialized(*cluster);
     const std::string hc_name = Str(*cluster, {"spec", "infrastructureRef", "name"});
     if (!hc_name.empty() &&
         Str(*cluster, {"spec", "infrastructureRef", "kind"}) == "HarvesterCluster") {
@@ -137,16 +128,17 @@ MachineObservation HarvesterMachineReconciler::Observe(Run& r) {
 }
 
 void HarvesterMachineReconciler::ObserveHarvester(Run& r, MachineObservation& o) {
-  // Before the machine may create anything it needs no connection.
-  if (!o.deleting && (!o.machine_found || !o.has_finalizer || !o.infrastructure_ready ||
-                      o.bootstrap_secret.empty())) {
+  // Before the machine may create anything it needs no connection. (Not
+  // keyed on the finalizer: the loop adds it and plans again on this
+  // observation.)
+  if (!o.deleting && (!o.machine_found || !o.infrastructure_ready || o.bootstrap_secret.empty())) {
     return;
   }
   const api::HarvesterCluster& hc = *o.hc;
   ConnectionLookup lookup =
       ctx_.connections->Get(hc.spec.identity_secret.namespace_, hc.spec.identity_secret.name,
                             Waiter{Waiter::Kind::kMachine, r.req});
-  o.harvester = ViewOf(lookup);
+  o.harvester = ViewOfConnection(lookup);
   if (!lookup.connection) return;
   r.conn = lookup.connection;
   const Connection& conn = *r.conn;
@@ -182,8 +174,10 @@ void HarvesterMachineReconciler::ObserveHarvester(Run& r, MachineObservation& o)
 }
 
 void HarvesterMachineReconciler::ObserveWorkload(Run& r, MachineObservation& o) {
-  // Only a running VM of a machine without a nodeRef looks for its Node.
-  if (o.deleting || o.machine_has_node_ref || !o.vm || !o.vmi || o.vmi->phase != "Running") {
+  // Only a running VM of a machine without a nodeRef looks for its Node,
+  // and only until Cluster API watches Nodes itself.
+  if (o.deleting || o.machine_has_node_ref || o.control_plane_initialized || !o.control_plane ||
+      !o.vm || !o.vmi || o.vmi->phase != "Running") {
     return;
   }
   workload::WorkloadLookup lookup = ctx_.workloads->Get(r.req.ns, o.cluster_name, r.req);

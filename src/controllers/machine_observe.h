@@ -1,18 +1,22 @@
 // File: controllers/machine_observe.h
 //
-// Views of Harvester objects as the HarvesterMachine planner sees them, built
-// by the reconciler's observe step from cached objects and by its execute
-// step from the objects a write returned.
+// Views of connections and Harvester objects as the planners see them, built
+// by the reconcilers' observe steps from caches and by their execute steps
+// from the objects a write returned.
 //
 // Thread safety: pure functions.
 
 #pragma once
 
+#include "controllers/harvester_connections.h"
 #include "controllers/machine_plan.h"
 #include "harvester/naming.h"
-#include "kube/client.h"
+#include "kube/object.h"
 
 namespace caphv::controllers {
+
+// A connection lookup (Harvester) as a planner sees it.
+ConnectionView ViewOfConnection(const ConnectionLookup& lookup);
 
 // A VirtualMachine: uid, whether it carries `identity`'s cluster id, whether
 // it is being deleted, and whether its PVCs are already marked for removal.

@@ -217,7 +217,7 @@ class Planner {
     auto vm = harvester::BuildVirtualMachine(vi);
     if (!vm.ok()) return fail("InvalidMachineSpec", vm.status().message());
     (*vm)["metadata"]["annotations"][std::string(harvester::kAnnotationOwner)] = obs_.key;
-    Mark(kVmProvisioningReady, false, "VMProvisioning", "creating the VM");
+    Mark(kVmProvisioningReady, false, "VMProvisioning", "waiting for the VM to run");
     Act(ActionKind::kCreateVm, name_, {}, std::move(vm).value());
   }
 
@@ -265,9 +265,16 @@ class Planner {
   // the Machine is reconciled. Reporting the Node's registration updates
   // this object, which makes Cluster API look again.
   void CheckNode(const std::string& provider_id) {
+    const std::string registered = "Node " + name_ + " registered with providerID " + provider_id;
     if (obs_.machine_has_node_ref) {
-      Mark(kNodeRegistered, true, "NodeRegistered", "");
+      Mark(kNodeRegistered, true, "NodeRegistered", registered);
       return WaitForEvent("nothing: the machine is provisioned");
+    }
+    if (obs_.control_plane_initialized || !obs_.control_plane) {
+      // Cluster API watches the Nodes once the control plane is initialized
+      // (and reconciles every Machine again then); until that, only the
+      // control-plane machines that initialize it need the nudge below.
+      return WaitForEvent("Cluster API to set the Machine's nodeRef");
     }
     if (!obs_.workload.ready) {
       Mark(kNodeRegistered, false, "WaitingForWorkloadCluster",
@@ -275,8 +282,7 @@ class Planner {
       return WaitFor(obs_.workload, "the workload cluster");
     }
     if (obs_.node_provider_id && *obs_.node_provider_id == provider_id) {
-      Mark(kNodeRegistered, true, "NodeRegistered",
-           "Node " + name_ + " registered with providerID " + provider_id);
+      Mark(kNodeRegistered, true, "NodeRegistered", registered);
       return WaitForEvent("the Machine's nodeRef");
     }
     Mark(kNodeRegistered, false, "WaitingForNode",

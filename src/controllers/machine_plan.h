@@ -41,7 +41,7 @@
 #include "harvester/ipam.h"
 #include "harvester/naming.h"
 #include "harvester/vm_builder.h"
-#include "kube/client.h"
+#include "kube/object.h"
 
 namespace caphv::controllers {
 
@@ -111,6 +111,7 @@ struct MachineObservation {
   std::string cluster_name;
   bool cluster_found = false;
   bool infrastructure_ready = false;
+  bool control_plane_initialized = false;  // Cluster API watches Nodes itself
   std::optional<api::HarvesterCluster> hc;
   std::string management_cluster_id;
 
@@ -126,7 +127,8 @@ struct MachineObservation {
   std::vector<harvester::PoolCandidate> pools;
   std::optional<CreationInputs> inputs;
 
-  // Workload cluster (only while the Machine has no nodeRef).
+  // Workload cluster (only while the Machine has no nodeRef and the control
+  // plane is not initialized).
   ConnectionView workload;
   std::optional<std::string> node_provider_id;  // the Node of this name exists
 };

@@ -47,7 +47,8 @@ kube::MapFunc InfrastructureRefOf(std::string kind) {
 // updates do not wake every machine of the cluster.
 kube::Predicates ClusterFieldsChanged() {
   auto relevant = [](const Object& c) {
-    return std::make_tuple(ClusterInfrastructureReady(c), IsPaused(&c, c), IsDeleting(c),
+    return std::make_tuple(ClusterInfrastructureReady(c), ClusterControlPlaneInitialized(c),
+                           IsPaused(&c, c), IsDeleting(c),
                            Str(c, {"spec", "infrastructureRef", "name"}));
   };
   kube::Predicates p;

@@ -66,6 +66,9 @@ ClusterPlan Drive(World& w, int max_writes = 100) {
   ClusterObservation o = Observe(w);
   for (int step = 0; step < 100; ++step) {
     ClusterPlan p = PlanCluster(o);
+    for (const auto& c : p.status.conditions) {
+      EXPECT_FALSE(c.reason.empty()) << c.type << " has no reason (the CRD refuses it)";
+    }
     if (!p.action) {
       w.status = p.status;
       return p;
