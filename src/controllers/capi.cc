@@ -141,12 +141,3 @@ std::string BootstrapDataSecretName(const kube::Object& machine) {
 }
 
 }  // namespace caphv::controllers
-
-namespace caphv::controllers {
-std::string LbPoolName(const std::string& hc_namespace, const std::string& hc_name) {
-  return harvester::Rfc1035Name({hc_namespace, hc_name, "lb-ippool"});
-}
-std::string VmPoolName(const std::string& hc_namespace, const std::string& hc_name) {
-  return harvester::Rfc1035Name({hc_namespace, hc_name, "vm-ippool"});
-}
-}  // namespace caphv::controllers

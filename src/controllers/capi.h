@@ -69,10 +69,3 @@ std::map<std::string, std::string> LabelsOf(const kube::Object& o);
 std::string Str(const kube::Object& o, std::initializer_list<std::string_view> path);
 
 }  // namespace caphv::controllers
-
-namespace caphv::controllers {
-// Names of the IPPools CAPHV creates from a HarvesterCluster's inline pools
-// (the Go provider's names).
-std::string LbPoolName(const std::string& hc_namespace, const std::string& hc_name);
-std::string VmPoolName(const std::string& hc_namespace, const std::string& hc_name);
-}  // namespace caphv::controllers

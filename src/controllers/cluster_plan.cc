@@ -141,7 +141,7 @@ class Planner {
     }
     if (!obs_.hc.spec.vm_network_config || vm_conflict) return true;
     std::string missing;
-    for (const auto& ref : VmPoolRefs(obs_.hc)) {
+    for (const auto& ref : harvester::VmPoolRefs(obs_.hc)) {
       if (!obs_.pools.contains(ref)) missing += (missing.empty() ? "" : ", ") + ref;
     }
     if (!missing.empty()) {

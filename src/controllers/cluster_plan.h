@@ -176,7 +176,6 @@ bool EverConnected(const api::HarvesterCluster& hc);
 std::vector<std::string> SpecPoolNames(const api::HarvesterCluster& hc);
 // The VM pools machines allocate from (ipPoolRefs, else ipPoolRef, else the
 // inline pool).
-std::vector<std::string> VmPoolRefs(const api::HarvesterCluster& hc);
 
 // A pool CAPHV creates from an inline spec (load balancer first, then VMs).
 struct InlinePool {

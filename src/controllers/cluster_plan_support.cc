@@ -30,11 +30,11 @@ std::vector<InlinePool> InlinePools(const api::HarvesterCluster& hc) {
   std::vector<InlinePool> out;
   const auto& lbc = hc.spec.load_balancer_config;
   if (lbc.ipam_type == api::kIpamPool && lbc.ip_pool) {
-    out.push_back({LbPoolName(hc.metadata.namespace_, hc.metadata.name), *lbc.ip_pool,
+    out.push_back({harvester::LbPoolName(hc.metadata.namespace_, hc.metadata.name), *lbc.ip_pool,
                    "load balancer addresses", true});
   }
   if (hc.spec.vm_network_config && hc.spec.vm_network_config->ip_pool) {
-    out.push_back({VmPoolName(hc.metadata.namespace_, hc.metadata.name),
+    out.push_back({harvester::VmPoolName(hc.metadata.namespace_, hc.metadata.name),
                    *hc.spec.vm_network_config->ip_pool, "VM addresses", false});
   }
   return out;
@@ -57,7 +57,7 @@ kube::StatusOr<Object> DesiredLoadBalancer(const ClusterObservation& obs) {
   in.target_namespace = hc.spec.target_namespace;
   in.config = hc.spec.load_balancer_config;
   in.ip_pool = hc.spec.load_balancer_config.ip_pool
-                   ? LbPoolName(hc.metadata.namespace_, hc.metadata.name)
+                   ? harvester::LbPoolName(hc.metadata.namespace_, hc.metadata.name)
                    : hc.spec.load_balancer_config.ip_pool_ref;
   auto lb = harvester::BuildLoadBalancer(in);
   if (!lb.ok()) return lb.status();
@@ -133,20 +133,10 @@ bool EverConnected(const api::HarvesterCluster& hc) {
          (hc.spec.control_plane_endpoint && !hc.spec.control_plane_endpoint->host.empty());
 }
 
-std::vector<std::string> VmPoolRefs(const api::HarvesterCluster& hc) {
-  std::vector<std::string> refs;
-  if (!hc.spec.vm_network_config) return refs;
-  refs = harvester::OrderedPoolRefs(*hc.spec.vm_network_config);
-  if (refs.empty() && hc.spec.vm_network_config->ip_pool) {
-    refs.push_back(VmPoolName(hc.metadata.namespace_, hc.metadata.name));
-  }
-  return refs;
-}
-
 std::vector<std::string> SpecPoolNames(const api::HarvesterCluster& hc) {
   std::vector<std::string> names;
   for (const auto& p : InlinePools(hc)) names.push_back(p.name);
-  for (auto& r : VmPoolRefs(hc)) {
+  for (auto& r : harvester::VmPoolRefs(hc)) {
     if (std::find(names.begin(), names.end(), r) == names.end()) names.push_back(std::move(r));
   }
   return names;
@@ -212,7 +202,7 @@ void MarkActionFailed(const ClusterObservation& obs, const ClusterAction& action
       message = "cannot create the Harvester namespace " + action.name + ": " + message;
       break;
     case ClusterActionKind::kApplyPool:
-      if (action.name == LbPoolName(obs.hc.metadata.namespace_, obs.hc.metadata.name)) {
+      if (action.name == harvester::LbPoolName(obs.hc.metadata.namespace_, obs.hc.metadata.name)) {
         type = kLoadBalancerReady;
         reason = "IPPoolCreationFailed";
         warn = false;

@@ -135,7 +135,7 @@ class Planner {
   void Allocate() {
     const std::string owner = MachineOwnerId(obs_);
     std::vector<harvester::PoolCandidate> configured;
-    for (const auto& ref : MachinePoolRefs(*obs_.hc)) {
+    for (const auto& ref : harvester::VmPoolRefs(*obs_.hc)) {
       auto it = std::find_if(obs_.pools.begin(), obs_.pools.end(),
                              [&](const auto& c) { return c.ref == ref; });
       configured.push_back(it != obs_.pools.end() ? *it : harvester::PoolCandidate{ref, {}});
@@ -409,16 +409,6 @@ std::string_view ActionName(ActionKind kind) {
 std::string MachineOwnerId(const MachineObservation& obs) {
   return harvester::IpOwnerId(obs.management_cluster_id, obs.hm.metadata.namespace_,
                               obs.hm.metadata.name);
-}
-
-std::vector<std::string> MachinePoolRefs(const api::HarvesterCluster& hc) {
-  std::vector<std::string> refs;
-  if (!hc.spec.vm_network_config) return refs;
-  refs = harvester::OrderedPoolRefs(*hc.spec.vm_network_config);
-  if (refs.empty() && hc.spec.vm_network_config->ip_pool) {
-    refs.push_back(VmPoolName(hc.metadata.namespace_, hc.metadata.name));
-  }
-  return refs;
 }
 
 harvester::ClusterIdentity MachineIdentity(const MachineObservation& obs) {

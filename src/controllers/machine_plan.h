@@ -171,9 +171,6 @@ struct MachinePlan {
 
 // The owner id this machine's pool entries carry.
 std::string MachineOwnerId(const MachineObservation& obs);
-// The pools to allocate from, in order (ipPoolRefs, else ipPoolRef, else the
-// pool CAPHV creates from the inline spec).
-std::vector<std::string> MachinePoolRefs(const api::HarvesterCluster& hc);
 // The cluster identity of the machine's Cluster.
 harvester::ClusterIdentity MachineIdentity(const MachineObservation& obs);
 

@@ -4,8 +4,10 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "api/codec.h"
 #include "controllers/capi.h"
@@ -120,7 +122,9 @@ Controllers::Controllers(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Controllers::~Controllers() {
   if (impl_->ctx.connections) impl_->ctx.connections->Stop();
   if (impl_->ctx.workloads) impl_->ctx.workloads->Stop();
-  for (const auto& i : impl_->Informers()) i->Stop();
+  // Each Stop() waits for its watch to notice; stop them all at once.
+  std::vector<std::jthread> stopping;
+  for (const auto& i : impl_->Informers()) stopping.emplace_back([i] { i->Stop(); });
 }
 
 kube::StatusOr<std::unique_ptr<Controllers>> Controllers::New(std::shared_ptr<kube::Client> mgmt,
@@ -275,9 +279,28 @@ kube::Status Controllers::Run(std::stop_token leading) {
                                     {"namespace", impl_->options.watch_namespace}});
   kube::Status cluster_status, machine_status;
   {
-    std::jthread a([&] { cluster_status = impl_->clusters->Run(leading); });
-    std::jthread b([&] { machine_status = impl_->machines->Run(leading); });
-    std::jthread sweeper([this, leading] { impl_->SweepUntil(leading); });
+    // Exceptions never cross a thread top: logged, and the controller fails.
+    auto guarded = [&log](const char* what, const std::function<kube::Status()>& body) {
+      try {
+        return body();
+      } catch (const std::exception& e) {
+        log.Error(kube::Status(kube::StatusCode::kInternal, e.what()), "Thread failed",
+                  {{"thread", what}});
+        return kube::Status(kube::StatusCode::kInternal, std::string(what) + ": " + e.what());
+      }
+    };
+    std::jthread a([&] {
+      cluster_status = guarded("harvestercluster", [&] { return impl_->clusters->Run(leading); });
+    });
+    std::jthread b([&] {
+      machine_status = guarded("harvestermachine", [&] { return impl_->machines->Run(leading); });
+    });
+    std::jthread sweeper([&] {
+      (void)guarded("sweeper", [&] {
+        impl_->SweepUntil(leading);
+        return kube::Status::Ok();
+      });
+    });
   }
   ctx.connections->Stop();
   ctx.workloads->Stop();

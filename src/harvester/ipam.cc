@@ -344,4 +344,14 @@ kube::StatusOr<kube::Object> BuildIpPool(const std::string& name, const api::IPP
                         {"selector", selector}}}};
 }
 
+std::vector<std::string> VmPoolRefs(const api::HarvesterCluster& hc) {
+  std::vector<std::string> refs;
+  if (!hc.spec.vm_network_config) return refs;
+  refs = OrderedPoolRefs(*hc.spec.vm_network_config);
+  if (refs.empty() && hc.spec.vm_network_config->ip_pool) {
+    refs.push_back(VmPoolName(hc.metadata.namespace_, hc.metadata.name));
+  }
+  return refs;
+}
+
 }  // namespace caphv::harvester

@@ -43,6 +43,11 @@ std::string IpOwnerId(std::string_view management_cluster_id, std::string_view n
 // cluster-scoped; the Go provider's examples write "default/pool").
 std::vector<std::string> OrderedPoolRefs(const api::VMNetworkConfig& config);
 
+// The pools a cluster's machines take addresses from, in order:
+// OrderedPoolRefs of spec.vmNetworkConfig, else the pool CAPHV creates from
+// its inline ipPool (VmPoolName); empty without vmNetworkConfig.
+std::vector<std::string> VmPoolRefs(const api::HarvesterCluster& hc);
+
 struct PoolRange {
   Ipv4Subnet subnet;
   Ipv4 start = 0;  // inclusive

@@ -121,4 +121,12 @@ bool IsDns1123Label(std::string_view s) {
   return true;
 }
 
+std::string LbPoolName(const std::string& hc_namespace, const std::string& hc_name) {
+  return Rfc1035Name({hc_namespace, hc_name, "lb-ippool"});
+}
+
+std::string VmPoolName(const std::string& hc_namespace, const std::string& hc_name) {
+  return Rfc1035Name({hc_namespace, hc_name, "vm-ippool"});
+}
+
 }  // namespace caphv::harvester

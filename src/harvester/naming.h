@@ -69,6 +69,11 @@ std::string ClusterSelector(const ClusterIdentity& cluster);
 // True when `labels` carry `cluster`'s id label.
 bool OwnedBy(const std::map<std::string, std::string>& labels, const ClusterIdentity& cluster);
 
+// Names of the IPPools CAPHV creates from a HarvesterCluster's inline pools
+// (the Go provider's names): "<ns>-<name>-lb-ippool" / "-vm-ippool".
+std::string LbPoolName(const std::string& hc_namespace, const std::string& hc_name);
+std::string VmPoolName(const std::string& hc_namespace, const std::string& hc_name);
+
 // Name of the Secret holding a VM's cloud-init data (as the Go provider).
 std::string CloudInitSecretName(std::string_view vm_name);
 

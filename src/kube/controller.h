@@ -83,7 +83,7 @@ struct Request {
   bool operator==(const Request&) const = default;
 };
 
-struct Result {
+struct [[nodiscard]] Result {
   Clock::Duration requeue_after = Clock::Duration::zero();
   bool requeue = false;  // retry with rate limiting (without an error)
   Status error;          // non-OK: requeue with backoff unless terminal

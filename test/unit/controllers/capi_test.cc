@@ -76,10 +76,5 @@ TEST(CapiTest, BootstrapDataSecretName) {
   EXPECT_EQ(BootstrapDataSecretName(Object{{"spec", Object::object()}}), "");
 }
 
-TEST(CapiTest, InlinePoolNamesAreTheGoProvidersNames) {
-  EXPECT_EQ(VmPoolName("ns", "hc"), "ns-hc-vm-ippool");
-  EXPECT_EQ(LbPoolName("ns", "hc"), "ns-hc-lb-ippool");
-}
-
 }  // namespace
 }  // namespace caphv::controllers

@@ -120,5 +120,10 @@ TEST(Ipv4Test, CidrAndMasks) {
   EXPECT_FALSE(PrefixFromMask("255.255.255"));
 }
 
+TEST(NamingTest, InlinePoolNamesAreTheGoProvidersNames) {
+  EXPECT_EQ(VmPoolName("ns", "hc"), "ns-hc-vm-ippool");
+  EXPECT_EQ(LbPoolName("ns", "hc"), "ns-hc-lb-ippool");
+}
+
 }  // namespace
 }  // namespace caphv::harvester
