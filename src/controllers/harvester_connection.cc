@@ -123,9 +123,7 @@ std::vector<kube::Informer*> Connection::Informers() const {
   return {vms_.get(), vmis_.get(), lbs_.get(), secrets_.get(), pools_.get(), pvcs_.get()};
 }
 
-Connection::~Connection() {
-  for (auto* i : Informers()) i->Stop();
-}
+Connection::~Connection() { kube::StopInformers(Informers()); }
 
 kube::Status Connection::Start(const std::stop_token& stop) {
   for (auto* i : Informers()) i->Start();

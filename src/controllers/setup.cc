@@ -93,7 +93,11 @@ struct Controllers::Impl {
     std::mutex mu;
     std::condition_variable_any cv;
     std::unique_lock lock(mu);
-    while (!cv.wait_for(lock, stop, kSweepPeriod, [] { return false; })) {
+    for (;;) {
+      // With a stop token, wait_for returns the predicate's value (false)
+      // once stop is requested: test the token itself.
+      cv.wait_for(lock, stop, kSweepPeriod, [] { return false; });
+      if (stop.stop_requested()) return;
       auto hcs = ctx.harvester_clusters;
       ctx.connections->Sweep([hcs](const std::string& identity) {
         auto users = hcs->store().IndexKeys(kIdentityIndex, identity);
@@ -122,9 +126,9 @@ Controllers::Controllers(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Controllers::~Controllers() {
   if (impl_->ctx.connections) impl_->ctx.connections->Stop();
   if (impl_->ctx.workloads) impl_->ctx.workloads->Stop();
-  // Each Stop() waits for its watch to notice; stop them all at once.
-  std::vector<std::jthread> stopping;
-  for (const auto& i : impl_->Informers()) stopping.emplace_back([i] { i->Stop(); });
+  std::vector<kube::Informer*> informers;
+  for (const auto& i : impl_->Informers()) informers.push_back(i.get());
+  kube::StopInformers(informers);
 }
 
 kube::StatusOr<std::unique_ptr<Controllers>> Controllers::New(std::shared_ptr<kube::Client> mgmt,

@@ -311,8 +311,12 @@ void Core::Stop() {
     closers.swap(closers_);
   }
   builds.clear();  // joins
-  values.clear();
-  closers.clear();  // joins
+  // Closing a value may wait (a connection's watches take about a second to
+  // notice a stop): close them all at once.
+  std::vector<std::jthread> dropping;
+  for (auto& v : values) dropping.emplace_back([v = std::move(v)]() mutable { v.reset(); });
+  dropping.clear();  // joins
+  closers.clear();   // joins
 }
 
 }  // namespace caphv::kube::pool_internal

@@ -146,6 +146,17 @@ void Informer::Stop() {
   }
 }
 
+void Informer::RequestStop() {
+  std::lock_guard<std::mutex> g(threads_mu_);
+  if (reflector_thread_.joinable()) reflector_thread_.request_stop();
+  if (resync_thread_.joinable()) resync_thread_.request_stop();
+}
+
+void StopInformers(const std::vector<Informer*>& informers) {
+  for (Informer* i : informers) i->RequestStop();
+  for (Informer* i : informers) i->Stop();
+}
+
 void Informer::RunReflector(std::stop_token stop) {
   // A thread top: nothing may escape. The informer stays unsynced/stale.
   try {
