@@ -400,17 +400,18 @@ class E2ETest : public ::testing::Test {
   }
 
   // The Cluster (no controlPlaneRef: machine-based control plane) and its
-  // HarvesterCluster, both named `cluster_`.
-  void CreateCluster(const Object& harvester_cluster_spec) {
+  // HarvesterCluster, both named `name` (default `cluster_`).
+  void CreateCluster(const Object& harvester_cluster_spec, std::string name = {}) {
+    if (name.empty()) name = cluster_;
     Object hc = {{"apiVersion", "infrastructure.cluster.x-k8s.io/v1alpha1"},
                  {"kind", "HarvesterCluster"},
-                 {"metadata", {{"name", cluster_}, {"namespace", ns()}}},
+                 {"metadata", {{"name", name}, {"namespace", ns()}}},
                  {"spec", harvester_cluster_spec}};
     auto r = mgmt_->Create(kHarvesterClusters, ns(), hc);
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     Object cluster = {{"apiVersion", "cluster.x-k8s.io/v1beta1"},
                       {"kind", "Cluster"},
-                      {"metadata", {{"name", cluster_}, {"namespace", ns()}}},
+                      {"metadata", {{"name", name}, {"namespace", ns()}}},
                       {"spec",
                        {{"clusterNetwork",
                          {{"pods", {{"cidrBlocks", Object::array({"10.52.0.0/16"})}}},
@@ -418,7 +419,7 @@ class E2ETest : public ::testing::Test {
                         {"infrastructureRef",
                          {{"apiVersion", "infrastructure.cluster.x-k8s.io/v1alpha1"},
                           {"kind", "HarvesterCluster"},
-                          {"name", cluster_},
+                          {"name", name},
                           {"namespace", ns()}}}}}};
     r = mgmt_->Create(kClusters, ns(), cluster);
     ASSERT_TRUE(r.ok()) << r.status().ToString();

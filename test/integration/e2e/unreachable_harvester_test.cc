@@ -14,31 +14,6 @@ namespace {
 
 class UnreachableHarvesterTest : public E2ETest {
  protected:
-  // A Cluster and its HarvesterCluster named `name` (what CreateCluster does
-  // for `cluster_`).
-  void CreateNamedCluster(const std::string& name, const Object& spec) {
-    Object hc = {{"apiVersion", "infrastructure.cluster.x-k8s.io/v1alpha1"},
-                 {"kind", "HarvesterCluster"},
-                 {"metadata", {{"name", name}, {"namespace", ns()}}},
-                 {"spec", spec}};
-    auto r = mgmt_->Create(kHarvesterClusters, ns(), hc);
-    ASSERT_TRUE(r.ok()) << r.status().ToString();
-    Object cluster = {{"apiVersion", "cluster.x-k8s.io/v1beta1"},
-                      {"kind", "Cluster"},
-                      {"metadata", {{"name", name}, {"namespace", ns()}}},
-                      {"spec",
-                       {{"clusterNetwork",
-                         {{"pods", {{"cidrBlocks", Object::array({"10.52.0.0/16"})}}},
-                          {"services", {{"cidrBlocks", Object::array({"10.53.0.0/16"})}}}}},
-                        {"infrastructureRef",
-                         {{"apiVersion", "infrastructure.cluster.x-k8s.io/v1alpha1"},
-                          {"kind", "HarvesterCluster"},
-                          {"name", name},
-                          {"namespace", ns()}}}}}};
-    r = mgmt_->Create(kClusters, ns(), cluster);
-    ASSERT_TRUE(r.ok()) << r.status().ToString();
-  }
-
   Object HarvesterClusterNamed(const std::string& name) const {
     auto got = mgmt_->Get(kHarvesterClusters, ns(), name);
     return got.ok() ? *got : Object::object();
@@ -90,7 +65,7 @@ TEST_F(UnreachableHarvesterTest, SilentHarvesterStallsNoOtherClusterAndRecoversW
   Object spec_b = HarvesterClusterSpec();
   spec_b["targetNamespace"] = target_b;
   const auto b_created = std::chrono::steady_clock::now();
-  CreateNamedCluster(cluster_b, spec_b);
+  CreateCluster(spec_b, cluster_b);
   Object hc_b;
   EXPECT_TRUE(Eventually(
       [&] {
