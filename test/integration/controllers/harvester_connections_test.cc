@@ -203,7 +203,10 @@ TEST_F(HarvesterConnectionsTest, SilentHarvesterFailsWithoutStallingOthersAndRec
   EXPECT_EQ(failed.connection, nullptr);
   EXPECT_NE(failed.message.find(silent.url()), std::string::npos) << failed.message;
   EXPECT_NE(failed.message.find(ns() + "/hv-silent"), std::string::npos) << failed.message;
-  EXPECT_LE(failed.retry_after, std::chrono::milliseconds(2000));
+  // Within the pool's backoff (2 s doubling to 2 min; the schedule itself is
+  // unit-tested on a virtual clock): a loaded machine may poll only after a
+  // second failure.
+  EXPECT_LE(failed.retry_after, std::chrono::minutes(2));
   EXPECT_TRUE(events_.Cluster(ns() + "/a"));
 
   // The user fixes the Secret: the Secret event starts a new attempt at
