@@ -175,7 +175,8 @@ TEST_F(InformerTest, LabelSelectorScopesTheCache) {
                   ->Patch(kWidgets, ns_->name(), "s-0", PatchType::kMerge,
                           {{"metadata", {{"labels", {{"tier", "back"}}}}}})
                   .ok());
-  ASSERT_TRUE(Eventually([&] { return inf.store().Size() == 2u; }));
+  // The store changes before the handlers hear of it: wait for both.
+  ASSERT_TRUE(Eventually([&] { return inf.store().Size() == 2u && deletes.load() >= 1; }));
   EXPECT_EQ(deletes.load(), 1);
   EXPECT_EQ(inf.store().ByIndex(LabelIndexName("color"), "red")->size(), 1u);
 }
