@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "controllers/metrics.h"
+#include "kube/heap.h"
 #include "kube/leader_election.h"
 #include "kube/metrics.h"
 #include "webhooks/admission.h"
@@ -223,6 +224,12 @@ int Manager::Run(std::stop_token stop) {
     ShutdownServers(std::chrono::steady_clock::now() + std::chrono::seconds(5));
     return 1;
   }
+
+  // Gives freed heap pages back after large deletions, leader or not (every
+  // replica's caches shrink); stopped and joined when Run() returns.
+  std::jthread heap_releaser([logger = kube::log::Root().WithName("heap")](std::stop_token s) {
+    kube::HeapReleaser().Run(s, logger);
+  });
 
   std::shared_ptr<kube::LeaderElector> elector;
   if (options_.leader_elect) {

@@ -25,6 +25,9 @@
 // timeout): the reason is logged, the logger flushed, and the process leaves
 // through std::_Exit without waiting for reconciles in flight.
 //
+// Every replica also runs a kube::HeapReleaser (kube/heap.h) for its whole
+// life: after large deletions it gives the freed heap pages back.
+//
 // Readiness (/readyz): "ping"; "runnables" (fails until the caches synced and
 // from the moment any cache or runnable failed); with webhooks enabled
 // "webhook" (OK once the webhook server serves); all fail from the start of

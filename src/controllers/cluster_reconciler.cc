@@ -23,6 +23,9 @@ kube::Result HarvesterClusterReconciler::Reconcile(const kube::Request& req) {
   const std::string key = req.Key();
   auto object = ctx_.harvester_clusters->store().Get(req.ns, req.name);
   if (!object) {
+    // Deleted: nothing about it may outlive it (metric series, event
+    // aggregation memory).
+    if (ctx_.recorder) ctx_.recorder->ForgetObject("HarvesterCluster", req.ns, req.name);
     std::lock_guard lock(mu_);
     if (auto it = label_of_.find(key); it != label_of_.end()) {
       metrics::DeleteClusterReady(it->second);

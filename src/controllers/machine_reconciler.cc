@@ -62,6 +62,9 @@ kube::Result HarvesterMachineReconciler::Reconcile(const kube::Request& req) {
   const std::string key = req.Key();
   auto object = ctx_.harvester_machines->store().Get(req.ns, req.name);
   if (!object) {
+    // Deleted: nothing about it may outlive it (metric series, event
+    // aggregation memory).
+    if (ctx_.recorder) ctx_.recorder->ForgetObject("HarvesterMachine", req.ns, req.name);
     std::lock_guard lock(mu_);
     if (auto it = cluster_of_.find(key); it != cluster_of_.end()) {
       metrics::DeleteMachineStatus(it->second, key);

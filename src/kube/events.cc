@@ -7,6 +7,7 @@
 #include <prometheus/counter.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
 #include <exception>
@@ -94,23 +95,43 @@ std::string EventAggregationKey(const Object& involved, std::string_view type,
   return key;
 }
 
+std::string EventObjectKey(std::string_view kind, std::string_view ns, std::string_view name) {
+  std::string key;
+  key.append(kind).append(1, '\x1f').append(ns).append(1, '\x1f').append(name);
+  return key;
+}
+
 EventCorrelator::Entry EventCorrelator::Observe(const std::string& key, const std::string& new_name,
-                                                const std::string& ns,
-                                                const std::string& timestamp) {
+                                                const std::string& ns, const std::string& timestamp,
+                                                const std::string& object) {
   auto it = index_.find(key);
   if (it != index_.end()) {
     lru_.splice(lru_.begin(), lru_, it->second);
-    Entry& e = it->second->second;
+    Entry& e = it->second->entry;
     ++e.count;
     return e;
   }
-  lru_.emplace_front(key, Entry{new_name, ns, 1, timestamp});
+  lru_.push_front(Item{key, object, Entry{new_name, ns, 1, timestamp}});
   index_[key] = lru_.begin();
   while (index_.size() > capacity_) {
-    index_.erase(lru_.back().first);
+    index_.erase(lru_.back().key);
     lru_.pop_back();
   }
-  return lru_.front().second;
+  return lru_.front().entry;
+}
+
+size_t EventCorrelator::EraseObject(const std::string& object) {
+  size_t erased = 0;
+  for (auto it = lru_.begin(); it != lru_.end();) {
+    if (it->object == object) {
+      index_.erase(it->key);
+      it = lru_.erase(it);
+      ++erased;
+    } else {
+      ++it;
+    }
+  }
+  return erased;
 }
 
 void EventCorrelator::Erase(const std::string& key) {
@@ -130,6 +151,18 @@ EventRecorder::EventRecorder(std::shared_ptr<Client> client, EventRecorderOption
 }
 
 EventRecorder::~EventRecorder() { Shutdown(std::chrono::seconds(2)); }
+
+void EventRecorder::ForgetObject(std::string_view kind, std::string_view ns,
+                                 std::string_view name) {
+  Pending p;
+  p.forget = EventObjectKey(kind, ns, name);
+  {
+    std::lock_guard lock(mu_);
+    if (shut_down_) return;
+    queue_.push_back(std::move(p));
+  }
+  cv_.notify_all();
+}
 
 void EventRecorder::Event(const Object& object, EventType type, std::string_view reason,
                           std::string_view message) {
@@ -171,7 +204,8 @@ void EventRecorder::Loop(const std::stop_token& stop) {
       std::unique_lock lock(mu_);
       cv_.wait(lock, [&] { return stop.stop_requested() || !queue_.empty(); });
       if (stop.stop_requested()) {
-        if (!queue_.empty()) dropped_.fetch_add(queue_.size());
+        dropped_.fetch_add(static_cast<uint64_t>(std::count_if(
+            queue_.begin(), queue_.end(), [](const Pending& q) { return q.forget.empty(); })));
         queue_.clear();
         busy_ = false;
         cv_.notify_all();
@@ -181,12 +215,16 @@ void EventRecorder::Loop(const std::stop_token& stop) {
       queue_.pop_front();
       busy_ = true;
     }
-    // The recorder's thread top: one event that throws must not end it.
-    try {
-      Send(p, stop);
-    } catch (const std::exception& e) {
-      log::Root().WithName("events").Error(e.what(), "Dropped an event after an exception",
-                                           {{"reason", p.reason}});
+    if (!p.forget.empty()) {
+      correlator_.EraseObject(p.forget);
+    } else {
+      // The recorder's thread top: one event that throws must not end it.
+      try {
+        Send(p, stop);
+      } catch (const std::exception& e) {
+        log::Root().WithName("events").Error(e.what(), "Dropped an event after an exception",
+                                             {{"reason", p.reason}});
+      }
     }
     {
       std::lock_guard lock(mu_);
@@ -202,8 +240,9 @@ void EventRecorder::Send(const Pending& p, const std::stop_token& stop) {
   std::string ns = object_ns.empty() ? "default" : object_ns;
   std::string key = EventAggregationKey(p.involved, p.type, p.reason, p.message, options_.component,
                                         options_.host);
-  EventCorrelator::Entry entry =
-      correlator_.Observe(key, UniqueEventName(Field(p.involved, "name")), ns, p.timestamp);
+  EventCorrelator::Entry entry = correlator_.Observe(
+      key, UniqueEventName(Field(p.involved, "name")), ns, p.timestamp,
+      EventObjectKey(Field(p.involved, "kind"), object_ns, Field(p.involved, "name")));
 
   Object event = {
       {"apiVersion", "v1"},

@@ -14,6 +14,12 @@
 // `source.component` and `reportingComponent` are the component name,
 // `source.host`/`reportingInstance` the host name.
 //
+// ForgetObject(kind, namespace, name) drops the aggregation memory of every
+// event about that object (any uid) once it has been deleted: its Events can
+// never aggregate again, and without it the LRU would keep up to
+// `cache_size` entries (~700 bytes each) of objects long gone. It is queued
+// behind the events already recorded, so their aggregation still happens.
+//
 // Thread safety: Event(), Flush() and counters may be called from any thread
 // concurrently. EventCorrelator is single-threaded (used by the sender).
 
@@ -48,6 +54,9 @@ std::string EventAggregationKey(const Object& involved_object, std::string_view 
                                 std::string_view reason, std::string_view message,
                                 std::string_view component, std::string_view host);
 
+// The object an event is about, without its uid: kind, namespace and name.
+std::string EventObjectKey(std::string_view kind, std::string_view ns, std::string_view name);
+
 // A bounded LRU from aggregation key to the Event already written for it.
 class EventCorrelator {
  public:
@@ -61,16 +70,23 @@ class EventCorrelator {
   explicit EventCorrelator(size_t capacity) : capacity_(capacity == 0 ? 1 : capacity) {}
 
   // Counts one occurrence of `key`. A key not in the cache starts a new entry
-  // named `new_name` (count 1); a cached key keeps its name and first
-  // timestamp and increments the count. The entry becomes most recent.
+  // named `new_name` (count 1) about `object` (an EventObjectKey); a cached
+  // key keeps its name and first timestamp and increments the count. The
+  // entry becomes most recent.
   Entry Observe(const std::string& key, const std::string& new_name, const std::string& ns,
-                const std::string& timestamp);
+                const std::string& timestamp, const std::string& object = {});
   // Forgets a key (e.g. when writing its Event failed for good).
   void Erase(const std::string& key);
+  // Forgets every key about `object` (an EventObjectKey); returns how many.
+  size_t EraseObject(const std::string& object);
   size_t size() const { return index_.size(); }
 
  private:
-  using Item = std::pair<std::string, Entry>;
+  struct Item {
+    std::string key;
+    std::string object;
+    Entry entry;
+  };
   size_t capacity_;
   std::list<Item> lru_;  // most recent first
   std::unordered_map<std::string, std::list<Item>::iterator> index_;
@@ -96,6 +112,9 @@ class EventRecorder {
   // namespace and uid when it has them). `reason` is PascalCase.
   void Event(const Object& object, EventType type, std::string_view reason,
              std::string_view message);
+  // The object `kind` `ns`/`name` was deleted: forget its events (see the
+  // banner). Never dropped for a full queue.
+  void ForgetObject(std::string_view kind, std::string_view ns, std::string_view name);
 
   // Waits until everything queued so far was sent (or failed), up to `timeout`.
   bool Flush(std::chrono::milliseconds timeout);
@@ -110,6 +129,7 @@ class EventRecorder {
   struct Pending {
     Object involved;  // ObjectReference
     std::string type, reason, message, timestamp;
+    std::string forget;  // non-empty: forget this EventObjectKey instead of sending
   };
 
   void Loop(const std::stop_token& stop);

@@ -1,11 +1,13 @@
 // Integration tests of EventRecorder against the test bed's real apiserver:
 // repeats aggregate into one Event whose count grows, distinct messages make
-// distinct Events, Event() never waits for the API, and a full queue drops.
+// distinct Events, ForgetObject ends aggregation for a deleted object,
+// Event() never waits for the API, and a full queue drops.
 
 #include "kube/events.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 
@@ -108,6 +110,24 @@ TEST_F(EventsTest, RecreatesTheEventWhenItWasDeleted) {
   events = EventsFor("subject3");
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0]["count"], 2);
+}
+
+TEST_F(EventsTest, ForgetObjectEndsAggregationAfterTheEventsQueuedBeforeIt) {
+  Object cm = MakeConfigMap("subject5");
+  EventRecorder recorder(client_, {.component = "caphv-test"});
+  recorder.Event(cm, EventType::kNormal, "Deleting", "deleting the VM");
+  recorder.Event(cm, EventType::kNormal, "Deleting", "deleting the VM");  // aggregates
+  recorder.ForgetObject("ConfigMap", ns_.name(), "subject5");
+  recorder.Event(cm, EventType::kNormal, "Deleting", "deleting the VM");  // a new Event
+  ASSERT_TRUE(recorder.Flush(10s));
+  auto events = EventsFor("subject5");
+  ASSERT_EQ(events.size(), 2u);
+  std::vector<int> counts;
+  for (const auto& e : events) counts.push_back(e["count"].get<int>());
+  std::sort(counts.begin(), counts.end());
+  EXPECT_EQ(counts, (std::vector<int>{1, 2}));
+  EXPECT_EQ(recorder.written(), 3u);
+  EXPECT_EQ(recorder.dropped(), 0u);
 }
 
 TEST_F(EventsTest, CallerNeverWaitsAndFullQueueDrops) {

@@ -1,5 +1,6 @@
 // Unit tests of event correlation: the aggregation key and the LRU that maps
-// a repeated event to the Event object already written.
+// a repeated event to the Event object already written, and forgetting the
+// entries of a deleted object.
 
 #include "kube/events.h"
 
@@ -95,6 +96,35 @@ TEST(EventCorrelatorTest, EraseForgets) {
   c.Erase("missing");
   EXPECT_EQ(c.size(), 0u);
   EXPECT_EQ(c.Observe("k", "n2", "ns", "T").name, "n2");
+}
+
+TEST(EventCorrelatorTest, EraseObjectForgetsEveryKeyOfThatObjectOnly) {
+  EventCorrelator c(16);
+  const std::string m1 = EventObjectKey("HarvesterMachine", "ns", "m1");
+  const std::string m2 = EventObjectKey("HarvesterMachine", "ns", "m2");
+  c.Observe("m1-created", "m1.a", "ns", "T", m1);
+  c.Observe("m1-deleting", "m1.b", "ns", "T", m1);
+  c.Observe("m2-created", "m2.a", "ns", "T", m2);
+  EXPECT_EQ(c.EraseObject(m1), 2u);
+  EXPECT_EQ(c.EraseObject(m1), 0u);
+  EXPECT_EQ(c.size(), 1u);
+  EXPECT_EQ(c.Observe("m1-created", "m1.c", "ns", "T", m1).count, 1);  // a new Event
+  EXPECT_EQ(c.Observe("m2-created", "m2.b", "ns", "T", m2).count, 2);  // still aggregates
+}
+
+TEST(EventCorrelatorTest, EvictionKeepsObjectErasureConsistent) {
+  EventCorrelator c(1);
+  const std::string m1 = EventObjectKey("HarvesterMachine", "ns", "m1");
+  c.Observe("a", "a.1", "ns", "T", m1);
+  c.Observe("b", "b.1", "ns", "T", m1);  // evicts a
+  EXPECT_EQ(c.size(), 1u);
+  EXPECT_EQ(c.EraseObject(m1), 1u);
+  EXPECT_EQ(c.size(), 0u);
+}
+
+TEST(EventObjectKeyTest, KindNamespaceNameAreUnambiguous) {
+  EXPECT_NE(EventObjectKey("A", "b", "c"), EventObjectKey("A", "", "bc"));
+  EXPECT_NE(EventObjectKey("HarvesterMachine", "ns", "m"), EventObjectKey("Machine", "ns", "m"));
 }
 
 }  // namespace

@@ -1,0 +1,101 @@
+// Unit tests of giving freed heap memory back: the releaser's decision (when
+// the resident memory not in use grew enough above what the last release
+// left), and that ReleaseFreeHeap returns the pages of a hole glibc keeps
+// after a large free.
+
+#include "kube/heap.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <vector>
+
+namespace caphv::kube {
+namespace {
+
+constexpr uint64_t kMiB = uint64_t{1} << 20;
+
+HeapStats Stats(uint64_t in_use_mib, uint64_t resident_mib) {
+  return {in_use_mib * kMiB, resident_mib * kMiB};
+}
+
+HeapReleaser Releaser() {
+  HeapReleaser::Options o;
+  o.min_unused = 8 * kMiB;
+  o.min_growth = 2 * kMiB;
+  return HeapReleaser(o);
+}
+
+TEST(HeapStatsTest, UnusedIsResidentMinusInUseNeverNegative) {
+  EXPECT_EQ(Stats(5, 12).Unused(), 7 * kMiB);
+  EXPECT_EQ(Stats(12, 5).Unused(), 0u);
+}
+
+TEST(HeapReleaserTest, ReleasesOnlyWhenUnusedReachesTheThreshold) {
+  HeapReleaser r = Releaser();
+  EXPECT_FALSE(r.Decide(Stats(5, 12)));  // 7 MiB unused: thread stacks, small holes
+  EXPECT_TRUE(r.Decide(Stats(5, 13)));   // 8 MiB
+}
+
+TEST(HeapReleaserTest, WhatAReleaseLeavesBecomesTheFloor) {
+  HeapReleaser r = Releaser();
+  ASSERT_TRUE(r.Decide(Stats(5, 28)));  // after deleting a large cluster
+  r.Released(Stats(5, 15));             // 10 MiB could not be given back
+  EXPECT_EQ(r.floor(), 10 * kMiB);
+  EXPECT_FALSE(r.Decide(Stats(5, 15)));  // never again for what cannot go
+  EXPECT_FALSE(r.Decide(Stats(6, 17)));  // 11 MiB unused: < floor + 2
+  EXPECT_TRUE(r.Decide(Stats(6, 18)));   // 12 MiB
+}
+
+TEST(HeapReleaserTest, AReleaseDuringADeletionIsFollowedByAnotherAfterIt) {
+  HeapReleaser r = Releaser();
+  ASSERT_TRUE(r.Decide(Stats(20, 30)));   // half of the cluster deleted
+  r.Released(Stats(20, 29));              // 9 MiB left: partly used pages
+  EXPECT_FALSE(r.Decide(Stats(12, 22)));  // 10 MiB
+  EXPECT_TRUE(r.Decide(Stats(5, 16)));    // all deleted: 11 MiB
+}
+
+TEST(HeapReleaserTest, TheFloorFollowsUnusedMemoryDown) {
+  HeapReleaser r = Releaser();
+  ASSERT_TRUE(r.Decide(Stats(5, 28)));
+  r.Released(Stats(5, 15));               // floor 10 MiB
+  EXPECT_FALSE(r.Decide(Stats(30, 32)));  // the next cluster reuses the holes: 2 MiB unused
+  EXPECT_EQ(r.floor(), 2 * kMiB);
+  EXPECT_FALSE(r.Decide(Stats(30, 37)));  // 7 MiB: below min_unused
+  EXPECT_TRUE(r.Decide(Stats(5, 15)));    // deleted again: 10 MiB
+}
+
+TEST(HeapReleaserTest, RunReturnsAtOnceWhenStopped) {
+  std::stop_source stop;
+  stop.request_stop();
+  HeapReleaser().Run(stop.get_token(), log::Root());
+}
+
+// glibc trims an arena only from its top: a live block above a large freed
+// region keeps that region resident until ReleaseFreeHeap.
+TEST(ReleaseFreeHeapTest, GivesBackAHoleBelowALiveBlock) {
+  if (ReadHeapStats().resident_anon == 0) GTEST_SKIP() << "no glibc heap (sanitizer build)";
+  constexpr size_t kBlocks = 64 * 1024;
+  constexpr size_t kBlockSize = 512;  // below the mmap threshold: from the arena
+  std::vector<void*> blocks(kBlocks);
+  for (auto& b : blocks) {
+    b = std::malloc(kBlockSize);
+    ASSERT_NE(b, nullptr);
+    static_cast<volatile char*>(b)[0] = 1;
+    static_cast<volatile char*>(b)[kBlockSize - 1] = 1;
+  }
+  void* pin = std::malloc(kBlockSize);  // above the others: the top cannot shrink
+  ASSERT_NE(pin, nullptr);
+  for (void* b : blocks) std::free(b);
+  const HeapStats freed = ReadHeapStats();
+  ReleaseFreeHeap();
+  const HeapStats released = ReadHeapStats();
+  std::free(pin);
+  // 32 MiB were freed; most of it stayed resident until the release.
+  ASSERT_GT(freed.resident_anon, released.resident_anon);
+  EXPECT_GT(freed.resident_anon - released.resident_anon, 24 * kMiB)
+      << "resident before " << freed.resident_anon << ", after " << released.resident_anon;
+}
+
+}  // namespace
+}  // namespace caphv::kube
