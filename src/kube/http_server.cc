@@ -6,9 +6,6 @@
 
 #include "kube/http_server.h"
 
-#include <openssl/ssl.h>
-#include <sys/stat.h>
-
 #include <atomic>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
@@ -30,6 +27,7 @@
 #include <thread>
 
 #include "kube/log.h"
+#include "kube/serving_certificate.h"
 
 namespace caphv::kube {
 
@@ -45,44 +43,6 @@ std::string Lower(std::string_view s) {
   std::string out(s);
   for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
-}
-
-// Identity of a file's current content, for change detection.
-struct FileStamp {
-  dev_t dev = 0;
-  ino_t ino = 0;
-  off_t size = -1;
-  int64_t mtime_ns = 0;
-  bool operator==(const FileStamp&) const = default;
-};
-
-FileStamp Stamp(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return {};
-  return {st.st_dev, st.st_ino, st.st_size,
-          static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
-}
-
-StatusOr<std::shared_ptr<ssl::context>> LoadTlsContext(const std::string& cert,
-                                                       const std::string& key) {
-  auto ctx = std::make_shared<ssl::context>(ssl::context::tls_server);
-  boost::system::error_code ec;
-  ctx->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
-                       ssl::context::no_sslv3 | ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1 |
-                       ssl::context::single_dh_use,
-                   ec);
-  if (ec) return Status(StatusCode::kInternal, "TLS options: " + ec.message());
-  if (SSL_CTX_set_min_proto_version(ctx->native_handle(), TLS1_2_VERSION) != 1) {
-    return Status(StatusCode::kInternal, "cannot set TLS 1.2 as the minimum version");
-  }
-  ctx->use_certificate_chain_file(cert, ec);
-  if (ec) return Status(StatusCode::kInvalidArgument, "loading " + cert + ": " + ec.message());
-  ctx->use_private_key_file(key, ssl::context::pem, ec);
-  if (ec) return Status(StatusCode::kInvalidArgument, "loading " + key + ": " + ec.message());
-  if (SSL_CTX_check_private_key(ctx->native_handle()) != 1) {
-    return Status(StatusCode::kInvalidArgument, key + " does not match " + cert);
-  }
-  return ctx;
 }
 
 }  // namespace
@@ -111,11 +71,8 @@ class HttpServerImpl {
   std::vector<std::thread> threads_;
   log::Logger logger_;
 
-  // TLS material; ssl_ctx_ is replaced on reload.
-  std::mutex ssl_mu_;
-  std::shared_ptr<ssl::context> ssl_ctx_;
-  FileStamp cert_stamp_, key_stamp_;    // of the loaded pair
-  FileStamp failed_cert_, failed_key_;  // of the last pair that failed
+  // TLS material, reloaded when the files change; set in Start() when tls().
+  std::optional<ServingCertificate> certificate_;
 
   // The gate: live sessions.
   std::mutex gate_mu_;
@@ -135,12 +92,8 @@ class HttpServerImpl {
   std::string KeyPath() const { return options_.cert_dir + "/" + options_.key_name; }
   bool tls() const { return !options_.cert_dir.empty(); }
 
-  std::shared_ptr<ssl::context> CurrentTls() {
-    std::lock_guard lock(ssl_mu_);
-    return ssl_ctx_;
-  }
+  std::shared_ptr<ssl::context> CurrentTls() { return certificate_->Current(); }
 
-  Status ReloadTls(bool initial);
   void ScheduleCertPoll();
   void DoAccept();
   void OnAccept(boost::system::error_code ec, tcp::socket socket);
@@ -328,36 +281,11 @@ HttpResponse HttpServerImpl::Dispatch(const HttpRequest& req) {
   return HttpResponse{500, "text/plain; charset=utf-8", "internal server error\n"};
 }
 
-Status HttpServerImpl::ReloadTls(bool initial) {
-  FileStamp cert = Stamp(CertPath());
-  FileStamp key = Stamp(KeyPath());
-  {
-    std::lock_guard lock(ssl_mu_);
-    if (!initial && cert == cert_stamp_ && key == key_stamp_) return Status::Ok();
-  }
-  auto ctx = LoadTlsContext(CertPath(), KeyPath());
-  if (!ctx.ok()) {
-    // Files may be mid-replacement: retry on the next poll, log once per change.
-    if (initial || !(cert == failed_cert_ && key == failed_key_)) {
-      failed_cert_ = cert;
-      failed_key_ = key;
-      if (!initial) logger_.Error(ctx.status(), "Failed to reload serving certificate");
-    }
-    return ctx.status();
-  }
-  std::lock_guard lock(ssl_mu_);
-  ssl_ctx_ = std::move(*ctx);
-  cert_stamp_ = cert;
-  key_stamp_ = key;
-  if (!initial) logger_.Info("Reloaded serving certificate", {{"dir", options_.cert_dir}});
-  return Status::Ok();
-}
-
 void HttpServerImpl::ScheduleCertPoll() {
   cert_timer_->expires_after(options_.cert_poll_interval);
   cert_timer_->async_wait([this](boost::system::error_code ec) {
     if (ec || draining_.load()) return;
-    ReloadTls(false).IgnoreError();
+    certificate_->Reload(false).IgnoreError();
     ScheduleCertPoll();
   });
 }
@@ -475,7 +403,10 @@ Status HttpServer::Start() {
   CAPHV_ASSIGN_OR_RETURN(auto host_port, ParseBindAddress(d.options_.bind_address));
   auto& [host, port] = host_port;
 
-  if (d.tls()) CAPHV_RETURN_IF_ERROR(d.ReloadTls(true));
+  if (d.tls()) {
+    d.certificate_.emplace(d.CertPath(), d.KeyPath(), d.logger_);
+    CAPHV_RETURN_IF_ERROR(d.certificate_->Reload(true));
+  }
 
   boost::system::error_code ec;
   tcp::endpoint endpoint;
