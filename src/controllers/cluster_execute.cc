@@ -68,10 +68,13 @@ Status HarvesterClusterReconciler::ExecuteManagement(Run& r, const ClusterAction
                                                      ClusterObservation& o) {
   switch (a.kind) {
     case ClusterActionKind::kAddFinalizer: {
+      kube::Object patch = a.body.is_object() ? a.body : kube::Object::object();
       if (auto p = AddFinalizerPatch(*r.object, kClusterFinalizer, kLegacyClusterFinalizer)) {
-        CAPHV_RETURN_IF_ERROR(PatchCluster(r, *p));
+        patch.merge_patch(*p);
       }
+      if (!patch.empty()) CAPHV_RETURN_IF_ERROR(PatchCluster(r, patch));
       o.has_finalizer = true;
+      o.identity_recorded = true;
       return Status::Ok();
     }
     case ClusterActionKind::kRemoveFinalizer: {

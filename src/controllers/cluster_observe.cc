@@ -23,7 +23,10 @@ ClusterObservation HarvesterClusterReconciler::Observe(Run& r, api::HarvesterClu
   o.deleting = IsDeleting(object);
   o.has_finalizer =
       HasFinalizer(object, kClusterFinalizer) || HasFinalizer(object, kLegacyClusterFinalizer);
-  o.management_cluster_id = ctx_.management_cluster_id;
+  o.management_cluster_id =
+      harvester::ManagementClusterIdOf(o.hc.metadata.annotations, ctx_.management_cluster_id);
+  o.identity_recorded =
+      o.hc.metadata.annotations.contains(std::string(harvester::kAnnotationManagementClusterId));
   o.ever_connected = EverConnected(o.hc);
 
   o.cluster_name = CapiOwnerName(object, "Cluster");

@@ -67,7 +67,16 @@ class Planner {
     if (obs_.cluster_name.empty()) {
       return WaitForEvent("waiting for Cluster API to set the owner Cluster");
     }
-    if (!obs_.has_finalizer) return Act(ClusterActionKind::kAddFinalizer);
+    if (!obs_.has_finalizer || !obs_.identity_recorded) {
+      // The identity is recorded before anything is made on Harvester: the
+      // cluster's objects there stay its own wherever the object moves.
+      Object patch = Object::object();
+      if (!obs_.identity_recorded) {
+        patch["metadata"]["annotations"][std::string(harvester::kAnnotationManagementClusterId)] =
+            obs_.management_cluster_id;
+      }
+      return Act(ClusterActionKind::kAddFinalizer, {}, std::move(patch));
+    }
     if (!Connected()) return;
     if (!obs_.namespace_ready) return Act(ClusterActionKind::kEnsureNamespace, ns_);
     Mark(kTargetNamespaceReady, true, "TargetNamespaceReady", "");

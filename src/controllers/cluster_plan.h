@@ -8,7 +8,9 @@
 // has no action; then it reports status once and returns the plan's Wait.
 //
 // Normal path (each step returns while it waits):
-//   owner Cluster -> finalizer -> Harvester connection -> target namespace
+//   owner Cluster -> finalizer and the recorded management cluster id (one
+//   patch; see harvester::kAnnotationManagementClusterId) -> Harvester connection -> target
+//   namespace
 //   -> [the first time: the connection is recorded in status before anything
 //   is made on Harvester, so a deletion can tell "never connected" apart] ->
 //   IPPools CAPHV creates from inline specs (never one of another cluster)
@@ -115,7 +117,10 @@ struct ClusterObservation {
   bool has_finalizer = false;  // ours or the Go provider's name
   bool paused = false;
   std::string cluster_name;  // the owner Cluster ("" until Cluster API sets it)
+  // The id recorded on the HarvesterCluster (kAnnotationManagementClusterId),
+  // else the current management cluster's.
   std::string management_cluster_id;
+  bool identity_recorded = false;  // the annotation is there
   // Harvester was reached once (EverConnected() of the reported status and
   // spec): what a deletion with a broken identity may not ignore.
   bool ever_connected = false;
@@ -133,7 +138,7 @@ struct ClusterObservation {
 };
 
 enum class ClusterActionKind {
-  kAddFinalizer,
+  kAddFinalizer,  // body: more of the patch (the identity annotation), may be empty
   kEnsureNamespace,
   kRecordConnection,          // body: the status to apply (HarvesterConnectionReady True)
   kApplyPool,                 // name; body: the IPPool

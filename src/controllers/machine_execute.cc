@@ -69,6 +69,34 @@ Status HarvesterMachineReconciler::Execute(Run& r, const MachineAction& a, Machi
     case ActionKind::kApplyCloudInitSecret:
     case ActionKind::kCreateVm:
       return CreateOrAdopt(r, a, o);
+    case ActionKind::kAdoptCloudInitSecret: {
+      auto patched = r.conn->client().Patch(kube::resources::kSecrets, ns, a.name,
+                                            kube::PatchType::kMerge, a.body);
+      if (!patched.ok() && !patched.status().IsNotFound()) return patched.status();
+      o.cloud_init_secret_adopted = true;
+      return Status::Ok();
+    }
+    case ActionKind::kAdoptVm: {
+      auto patched = r.conn->client().Patch(harvester::kVirtualMachines, ns, name,
+                                            kube::PatchType::kMerge, a.body);
+      if (!patched.ok()) return patched.status();
+      o.vm = ViewOfVm(*patched, MachineIdentity(o));
+      Emit(r, {false, "VMAdopted",
+               "adopted VirtualMachine " + ns + "/" + name +
+                   ", which spec.providerID names (made outside this management cluster)"});
+      return Status::Ok();
+    }
+    case ActionKind::kAdoptVmi: {
+      auto patched = r.conn->client().Patch(harvester::kVirtualMachineInstances, ns, name,
+                                            kube::PatchType::kMerge, a.body);
+      if (patched.ok()) {
+        o.vmi = ViewOfVmi(*patched);
+      } else if (!patched.status().IsNotFound()) {
+        return patched.status();
+      }
+      o.vmi_adopted = true;
+      return Status::Ok();
+    }
     case ActionKind::kSetProviderID: {
       kube::Object patch = {{"spec", {{"providerID", a.value}}}};
       CAPHV_RETURN_IF_ERROR(MergePatch(*ctx_.mgmt, HmGvr(), *r.object, patch));

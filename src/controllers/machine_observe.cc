@@ -21,6 +21,13 @@ VmView ViewOfVm(const kube::Object& vm, const harvester::ClusterIdentity& identi
   v.uid = kube::UidOf(vm);
   v.ours = harvester::OwnedBy(LabelsOf(vm), identity);
   v.deleting = IsDeleting(vm);
+  const kube::Object annotations =
+      vm.value("metadata", kube::Object::object()).value("annotations", kube::Object::object());
+  v.adopted = annotations.contains(std::string(harvester::kAnnotationAdopted));
+  if (auto st = vm.find("status"); st != vm.end() && st->is_object()) {
+    v.running = st->value("ready", false) || st->value("printableStatus", "") == "Running";
+  }
+  v.cloud_init_secret = harvester::CloudInitSecretOf(vm);
   v.remove_pvcs_patch = harvester::RemovePvcsPatch(vm);
   v.pvcs_marked_for_removal = true;
   if (v.remove_pvcs_patch) {
@@ -83,7 +90,6 @@ MachineObservation HarvesterMachineReconciler::Observe(Run& r) {
   o.deleting = IsDeleting(object);
   o.has_finalizer =
       HasFinalizer(object, kMachineFinalizer) || HasFinalizer(object, kLegacyMachineFinalizer);
-  o.management_cluster_id = ctx_.management_cluster_id;
 
   kube::ObjectPtr machine;
   if (const std::string name = CapiOwnerName(object, "Machine"); !name.empty()) {
@@ -114,6 +120,8 @@ MachineObservation HarvesterMachineReconciler::Observe(Run& r) {
       if (auto hc = ctx_.harvester_clusters->store().Get(r.req.ns, hc_name)) {
         if (auto decoded = api::Decode<api::HarvesterCluster>(*hc); decoded.ok()) {
           o.hc = std::move(decoded).value();
+          o.management_cluster_id = harvester::ManagementClusterIdOf(o.hc->metadata.annotations,
+                                                                     ctx_.management_cluster_id);
         } else {
           r.log.Error(decoded.status(), "Cannot read the HarvesterCluster");
         }

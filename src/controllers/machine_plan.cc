@@ -95,6 +95,12 @@ class Planner {
       return WaitFor(obs_.harvester, "Harvester connection");
     }
     const bool have_address = DeriveAddress();
+    if (!obs_.vm && !obs_.hm.spec.provider_id.empty() && !obs_.vm_absence_confirmed) {
+      // The machine recorded a VM the cache does not show: one made without
+      // this cluster's labels (to adopt), or one deleted behind our back.
+      return Act(ActionKind::kConfirmVmGone, name_);
+    }
+    if (obs_.vm && !obs_.vm->ours && Recorded(*obs_.vm)) return Adopt(*obs_.vm);
     if (obs_.vm && !obs_.vm->ours) {
       Mark(kVmProvisioningReady, false, "VMNameConflict",
            "VirtualMachine " + ns_ + "/" + name_ +
@@ -105,6 +111,35 @@ class Planner {
     if (obs_.vm) return ReportVm(*obs_.vm);
     if (PoolMode() && !have_address) return Allocate();
     Create();
+  }
+
+  // spec.providerID names the VM: made for this machine (by the Go provider,
+  // or under another management cluster id), whatever its labels say.
+  bool Recorded(const VmView& vm) const {
+    return !vm.uid.empty() &&
+           obs_.hm.spec.provider_id == std::string(api::kProviderIDPrefix) + vm.uid;
+  }
+
+  std::map<std::string, std::string> OwnVmLabels() const {
+    harvester::VmInputs vi;
+    vi.name = name_;
+    vi.cluster = MachineIdentity(obs_);
+    vi.control_plane = obs_.control_plane;
+    return harvester::VmLabels(vi);
+  }
+
+  // Adoption, cloud-init Secret first: once the VM carries this cluster's
+  // labels nothing looks for its Secret again (a crash in between repeats
+  // the Secret's patch, which changes nothing).
+  void Adopt(const VmView& vm) {
+    const bool secret_cached_ours = vm.cloud_init_secret == harvester::CloudInitSecretName(name_) &&
+                                    obs_.cloud_init_secret && obs_.cloud_init_secret->ours;
+    if (!vm.cloud_init_secret.empty() && !secret_cached_ours && !obs_.cloud_init_secret_adopted) {
+      return Act(
+          ActionKind::kAdoptCloudInitSecret, vm.cloud_init_secret, {},
+          harvester::AdoptSecretPatch(harvester::ClusterLabels(MachineIdentity(obs_)), obs_.key));
+    }
+    Act(ActionKind::kAdoptVm, name_, {}, harvester::AdoptVmPatch(OwnVmLabels(), obs_.key));
   }
 
   // Records the address this machine holds in its pools (status is
@@ -234,6 +269,10 @@ class Planner {
            true);
       return WaitForEvent("providerID mismatch");
     }
+    if (vm.adopted && vm.running && !obs_.vmi && !obs_.vmi_adopted) {
+      // An adopted VM's VMI started with the labels of whoever made it.
+      return Act(ActionKind::kAdoptVmi, name_, {}, harvester::AdoptVmiPatch(OwnVmLabels()));
+    }
     const std::string phase = obs_.vmi ? obs_.vmi->phase : std::string();
     if (phase == "Failed") {
       Mark(kVmProvisioningReady, false, "VMProvisioningFailed",
@@ -313,7 +352,9 @@ class Planner {
            obs_.harvester.failed());
       return WaitFor(obs_.harvester, "Harvester connection");
     }
-    // 1. The VM, then wait for it to go.
+    // 1. The VM (adopted first when spec.providerID names it), then wait for
+    // it to go.
+    if (obs_.vm && !obs_.vm->ours && Recorded(*obs_.vm)) return Adopt(*obs_.vm);
     if (obs_.vm && obs_.vm->ours) {
       if (!obs_.vm->deleting) {
         if (!obs_.vm->pvcs_marked_for_removal && obs_.vm->remove_pvcs_patch) {
@@ -386,6 +427,12 @@ std::string_view ActionName(ActionKind kind) {
       return "ApplyCloudInitSecret";
     case ActionKind::kCreateVm:
       return "CreateVM";
+    case ActionKind::kAdoptCloudInitSecret:
+      return "AdoptCloudInitSecret";
+    case ActionKind::kAdoptVm:
+      return "AdoptVM";
+    case ActionKind::kAdoptVmi:
+      return "AdoptVMI";
     case ActionKind::kSetProviderID:
       return "SetProviderID";
     case ActionKind::kMarkPvcsForRemoval:

@@ -20,6 +20,15 @@
 // Delete path, strictly in this order: VM (PVCs marked for removal, then the
 // VM deleted; wait for it to go) -> PVCs -> cloud-init Secret -> a live read
 // confirming the VM is gone -> the address back to its pool -> finalizer.
+// Adoption (docs/adoption.md): a VM of this machine's name belongs to it when
+// it carries this cluster's id label, or when spec.providerID names its uid
+// (made by the Go provider v0.2.x, or by this provider under another
+// management cluster id): then its cloud-init Secret, the VM and its running
+// VMI are relabelled first (a VM the cache cannot see because it lacks the
+// labels is looked up live when spec.providerID is set). Any other VM of the
+// name is another cluster's and is never touched (VMNameConflict). Pool
+// entries of the Go provider's owner format are this machine's
+// (harvester::SameOwner).
 // Paused (Cluster.spec.paused or the paused annotation): no action at all,
 // deletion included (clusterctl move deletes paused objects it has copied).
 //
@@ -60,7 +69,10 @@ inline constexpr std::string_view kAnnotationContentHash =
 
 struct VmView {
   std::string uid;
-  bool ours = false;  // carries this cluster's id label
+  bool ours = false;              // carries this cluster's id label
+  bool adopted = false;           // kAnnotationAdopted
+  bool running = false;           // its status says a VMI runs (status.ready)
+  std::string cloud_init_secret;  // the Secret its cloud-init volume names
   bool deleting = false;
   bool pvcs_marked_for_removal = false;  // or it lists no PVC
   std::optional<kube::Object> remove_pvcs_patch;
@@ -113,12 +125,19 @@ struct MachineObservation {
   bool infrastructure_ready = false;
   bool control_plane_initialized = false;  // Cluster API watches Nodes itself
   std::optional<api::HarvesterCluster> hc;
+  // The id recorded on the HarvesterCluster, else the current management
+  // cluster's (harvester::ManagementClusterIdOf).
   std::string management_cluster_id;
 
   // Harvester: meaningful only when `harvester.ready`.
   ConnectionView harvester;
   std::optional<VmView> vm;
   bool vm_absence_confirmed = false;  // a live read found no VM
+  // Adoption (a VM spec.providerID names that lacks this cluster's labels):
+  // set by the executor once the Secret / VMI patch was made (or found
+  // nothing) in this reconcile.
+  bool cloud_init_secret_adopted = false;
+  bool vmi_adopted = false;
   std::optional<VmiView> vmi;
   std::vector<PvcView> pvcs;  // of the target namespace named "<vm>-disk-..."
   std::optional<SecretView> cloud_init_secret;
@@ -139,6 +158,9 @@ enum class ActionKind {
   kReserveAddress,        // pool, ip; body: the pool merge patch
   kApplyCloudInitSecret,  // body: the Secret; create = POST (not cached) or apply
   kCreateVm,              // body: the VirtualMachine
+  kAdoptCloudInitSecret,  // name; body: the Secret merge patch (NotFound is fine)
+  kAdoptVm,               // body: the VM merge patch; event: VMAdopted
+  kAdoptVmi,              // body: the VMI merge patch (NotFound is fine)
   kSetProviderID,         // value: harvester://<uid>
   kMarkPvcsForRemoval,    // body: the VM merge patch
   kDeleteVm,

@@ -34,6 +34,10 @@ std::pair<std::string_view, std::string_view> FailureOf(ActionKind kind) {
       return {kVmProvisioningReady, "CloudInitSecretFailed"};
     case ActionKind::kCreateVm:
       return {kVmProvisioningReady, "VMProvisioningFailed"};
+    case ActionKind::kAdoptCloudInitSecret:
+    case ActionKind::kAdoptVm:
+    case ActionKind::kAdoptVmi:
+      return {kVmProvisioningReady, "VMAdoptionFailed"};
     case ActionKind::kReadCreationInputs:
       return {kVmProvisioningReady, "HarvesterReadFailed"};
     case ActionKind::kMarkPvcsForRemoval:

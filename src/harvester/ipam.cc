@@ -59,6 +59,12 @@ std::string IpOwnerId(std::string_view management_cluster_id, std::string_view n
          HexHash(management_cluster_id, 12);
 }
 
+bool SameOwner(std::string_view entry_owner, std::string_view owner_id) {
+  if (entry_owner == owner_id) return true;
+  const size_t at = owner_id.rfind('@');
+  return at != std::string_view::npos && entry_owner == owner_id.substr(0, at);
+}
+
 std::vector<std::string> OrderedPoolRefs(const api::VMNetworkConfig& config) {
   std::vector<std::string> refs = config.ip_pool_refs.empty()
                                       ? std::vector<std::string>{config.ip_pool_ref}
@@ -158,7 +164,7 @@ int64_t TotalAddresses(const IpPool& pool) {
 std::vector<std::string> AddressesOf(const IpPool& pool, std::string_view owner_id) {
   std::vector<std::string> out;
   for (const auto& [ip, owner] : pool.allocated) {
-    if (owner == owner_id) out.push_back(ip);
+    if (SameOwner(owner, owner_id)) out.push_back(ip);
   }
   return out;
 }
@@ -174,7 +180,7 @@ std::optional<Ipv4> NextFree(const IpPool& pool, std::string_view owner_id) {
   };
   for (const auto& [ip, owner] : pool.allocated_history) {
     auto parsed = ParseIpv4(ip);
-    if (owner == owner_id && parsed && is_free(*parsed)) return parsed;
+    if (SameOwner(owner, owner_id) && parsed && is_free(*parsed)) return parsed;
   }
   std::vector<PoolRange> ranges = pool.ranges;
   std::sort(ranges.begin(), ranges.end(),

@@ -17,6 +17,9 @@
 //
 // Owner ids keep the "<namespace>/<name>" shape Harvester uses and add the
 // management cluster's id, so two management clusters never share an entry.
+// An entry owned by "<namespace>/<name>" alone (the Go provider v0.2.x's
+// format) is the same machine's: taking over its clusters never reserves a
+// second address.
 //
 // Thread safety: pure functions.
 
@@ -38,6 +41,9 @@ namespace caphv::harvester {
 std::string IpOwnerId(std::string_view management_cluster_id, std::string_view namespace_,
                       std::string_view name);
 
+// Whether a pool entry's owner is `owner_id`: the same id, or the id without
+// its "@<hex>" suffix (the Go provider's "<namespace>/<name>").
+bool SameOwner(std::string_view entry_owner, std::string_view owner_id);
 // Pool names to try, in order: ipPoolRefs when non-empty, else ipPoolRef,
 // duplicates dropped. A "ns/name" ref is reduced to name (pools are
 // cluster-scoped; the Go provider's examples write "default/pool").
@@ -114,7 +120,7 @@ kube::StatusOr<kube::Object> ReservePatch(const IpPool& pool, const std::string&
 // nullopt when the owner holds nothing in this pool.
 std::optional<kube::Object> ReleasePatch(const IpPool& pool, const std::string& owner_id);
 
-// The addresses `owner_id` holds in `pool`, sorted.
+// The addresses `owner_id` holds in `pool` (SameOwner), sorted.
 std::vector<std::string> AddressesOf(const IpPool& pool, std::string_view owner_id);
 
 // The IPPool (loadbalancer.harvesterhci.io/v1beta1, cluster-scoped) CAPHV

@@ -34,6 +34,12 @@ std::string ClusterId(const ClusterIdentity& cluster) {
   return HexHash(key, 20);
 }
 
+std::string ManagementClusterIdOf(const std::map<std::string, std::string>& annotations,
+                                  const std::string& current) {
+  auto it = annotations.find(std::string(kAnnotationManagementClusterId));
+  return it != annotations.end() && !it->second.empty() ? it->second : current;
+}
+
 namespace {
 
 std::string TrimDashes(std::string s) {

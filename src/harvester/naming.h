@@ -35,6 +35,14 @@ inline constexpr std::string_view kLabelGuestCluster = "guestcluster.harvesterhc
 inline constexpr std::string_view kLabelCreator = "harvesterhci.io/creator";
 inline constexpr std::string_view kLabelVmName = "harvesterhci.io/vmName";
 
+// On a HarvesterCluster: the management cluster id its Harvester objects
+// were made under (ClusterIdentity.management_cluster_id), recorded the first
+// time CAPHV reconciles it. It travels with the object (clusterctl move, a
+// backup re-applied to a new management cluster), so the cluster keeps its
+// identity, and its objects on Harvester stay its own, wherever it is moved.
+inline constexpr std::string_view kAnnotationManagementClusterId =
+    "harvester.infrastructure.cluster.x-k8s.io/management-cluster-id";
+
 // The CAPI Cluster a Harvester object belongs to, seen from its management
 // cluster. `management_cluster_id` is any stable id of the management
 // cluster (e.g. the uid of its kube-system namespace).
@@ -68,6 +76,12 @@ std::string ClusterSelector(const ClusterIdentity& cluster);
 
 // True when `labels` carry `cluster`'s id label.
 bool OwnedBy(const std::map<std::string, std::string>& labels, const ClusterIdentity& cluster);
+
+// The management cluster id of a HarvesterCluster with `annotations`: the
+// recorded one (kAnnotationManagementClusterId), else `current` (the
+// management cluster reconciling it now).
+std::string ManagementClusterIdOf(const std::map<std::string, std::string>& annotations,
+                                  const std::string& current);
 
 // Names of the IPPools CAPHV creates from a HarvesterCluster's inline pools
 // (the Go provider's names): "<ns>-<name>-lb-ippool" / "-vm-ippool".

@@ -38,4 +38,10 @@ inline const kube::GroupVersionResource kCapiMachines{"cluster.x-k8s.io", "v1bet
 inline constexpr std::string_view kAnnotationOwner =
     "harvester.infrastructure.cluster.x-k8s.io/owner";
 
+// Annotation on a VM CAPHV adopted (made by the Go provider v0.2.x, or under
+// another management cluster id): its running VMI still carries the labels
+// it started with, and is relabelled too.
+inline constexpr std::string_view kAnnotationAdopted =
+    "harvester.infrastructure.cluster.x-k8s.io/adopted";
+
 }  // namespace caphv::harvester

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "api/quantity.h"
+#include "harvester/resources.h"
 
 namespace caphv::harvester {
 namespace {
@@ -291,6 +292,48 @@ std::optional<Object> RemovePvcsPatch(const Object& vm) {
   std::string joined;
   for (const auto& n : names) joined += (joined.empty() ? "" : ",") + n;
   return Object{{"metadata", {{"annotations", {{kAnnotationRemovedPvcs, joined}}}}}};
+}
+
+kube::Object AdoptVmPatch(const std::map<std::string, std::string>& labels,
+                          const std::string& owner_key) {
+  return {
+      {"metadata",
+       {{"labels", labels},
+        {"annotations",
+         {{std::string(kAnnotationOwner), owner_key}, {std::string(kAnnotationAdopted), "true"}}}}},
+      {"spec", {{"template", {{"metadata", {{"labels", labels}}}}}}}};
+}
+
+kube::Object AdoptVmiPatch(const std::map<std::string, std::string>& labels) {
+  return {{"metadata", {{"labels", labels}}}};
+}
+
+kube::Object AdoptSecretPatch(const std::map<std::string, std::string>& labels,
+                              const std::string& owner_key) {
+  return {{"metadata",
+           {{"labels", labels}, {"annotations", {{std::string(kAnnotationOwner), owner_key}}}}}};
+}
+
+std::string CloudInitSecretOf(const kube::Object& vm) {
+  const kube::Object* volumes = nullptr;
+  if (auto spec = vm.find("spec"); spec != vm.end() && spec->contains("template")) {
+    const auto& t = (*spec)["template"];
+    if (t.contains("spec") && t["spec"].contains("volumes")) volumes = &t["spec"]["volumes"];
+  }
+  if (volumes == nullptr || !volumes->is_array()) return {};
+  for (const auto& v : *volumes) {
+    for (const char* source : {"cloudInitNoCloud", "cloudInitConfigDrive"}) {
+      auto it = v.find(source);
+      if (it == v.end() || !it->is_object()) continue;
+      for (const char* ref : {"secretRef", "userDataSecretRef"}) {
+        auto r = it->find(ref);
+        if (r != it->end() && r->is_object() && r->contains("name") && (*r)["name"].is_string()) {
+          return (*r)["name"].get<std::string>();
+        }
+      }
+    }
+  }
+  return {};
 }
 
 }  // namespace caphv::harvester

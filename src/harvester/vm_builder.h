@@ -84,6 +84,23 @@ std::vector<std::string> PvcNamesOf(const kube::Object& vm);
 // lists no PVC.
 std::optional<kube::Object> RemovePvcsPatch(const kube::Object& vm);
 
+// Adoption of a VM made by someone else for this machine (the Go provider
+// v0.2.x, this provider under another management cluster id): merge patches
+// giving the VM (metadata and template), its running VMI and its cloud-init
+// Secret the labels CAPHV's own would carry (`labels`: VmLabels for the VM
+// and VMI, ClusterLabels for the Secret) and, on the VM and the Secret, the
+// owner annotation `owner_key` ("<namespace>/<name>" of the HarvesterMachine);
+// the VM also gets kAnnotationAdopted.
+kube::Object AdoptVmPatch(const std::map<std::string, std::string>& labels,
+                          const std::string& owner_key);
+kube::Object AdoptVmiPatch(const std::map<std::string, std::string>& labels);
+kube::Object AdoptSecretPatch(const std::map<std::string, std::string>& labels,
+                              const std::string& owner_key);
+
+// The cloud-init Secret a VM's `cloudInitNoCloud` (or `cloudInitConfigDrive`)
+// volume names (secretRef, else userDataSecretRef); "" when none.
+std::string CloudInitSecretOf(const kube::Object& vm);
+
 // Quantity text as Kubernetes canonicalises an integer of bytes ("4Gi",
 // "100Mi", "2863311530") or of milli-cores ("2", "125m").
 std::string FormatBytes(int64_t bytes);

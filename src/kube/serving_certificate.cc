@@ -39,7 +39,9 @@ StatusOr<std::shared_ptr<ssl::context>> LoadTlsContext(const std::string& cert,
 
 ServingCertificate::ServingCertificate(std::string cert_path, std::string key_path,
                                        log::Logger logger)
-    : cert_path_(std::move(cert_path)), key_path_(std::move(key_path)), logger_(std::move(logger)) {}
+    : cert_path_(std::move(cert_path)),
+      key_path_(std::move(key_path)),
+      logger_(std::move(logger)) {}
 
 ServingCertificate::Stamp ServingCertificate::StampOf(const std::string& path) {
   struct stat st {};

@@ -67,6 +67,7 @@ inline ClusterObservation Base() {
   o.hc.spec.load_balancer_config.ipam_type = "dhcp";
   o.key = "team/c1";
   o.has_finalizer = true;
+  o.identity_recorded = true;
   o.cluster_name = "c1";
   o.management_cluster_id = kMgmtId;
   o.ever_connected = true;

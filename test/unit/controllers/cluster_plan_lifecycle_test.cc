@@ -24,6 +24,7 @@ using CPO = CloudProviderObject;
 // Harvester and the management cluster as the planner would observe them.
 struct World {
   bool finalizer = false;
+  std::string recorded_id;  // the management-cluster-id annotation
   bool deleting = false;
   bool connection_works = true;
   std::optional<api::APIEndpoint> endpoint;
@@ -45,6 +46,8 @@ ClusterObservation Observe(const World& w) {
   o.hc.spec.control_plane_endpoint = w.endpoint;
   o.hc.status = w.status;
   o.has_finalizer = w.finalizer;
+  o.identity_recorded = !w.recorded_id.empty();
+  if (o.identity_recorded) o.management_cluster_id = w.recorded_id;
   o.deleting = w.deleting;
   o.machines = w.machines;
   o.ever_connected = EverConnected(o.hc);
@@ -92,6 +95,10 @@ ClusterPlan Drive(World& w, int max_writes = 100) {
         break;
       case K::kAddFinalizer:
         w.finalizer = true;
+        if (a.body.contains("metadata")) {
+          w.recorded_id = a.body["metadata"]["annotations"]
+                                [std::string(harvester::kAnnotationManagementClusterId)];
+        }
         break;
       case K::kRemoveFinalizer:
         w.finalizer = false;

@@ -43,6 +43,34 @@ TEST(ClusterPlanTest, AddsTheFinalizerBeforeAnythingElse) {
   EXPECT_EQ(p.action->kind, K::kAddFinalizer);
 }
 
+TEST(ClusterPlanTest, TheFinalizerPatchRecordsTheManagementClusterIdOnce) {
+  auto o = Base();
+  o.has_finalizer = false;
+  o.identity_recorded = false;
+  auto p = PlanCluster(o);
+  ASSERT_TRUE(p.action);
+  EXPECT_EQ(p.action->kind, K::kAddFinalizer);
+  EXPECT_EQ(p.action->body["metadata"]["annotations"]
+                          [std::string(harvester::kAnnotationManagementClusterId)],
+            kMgmtId);
+
+  // A cluster from before the annotation existed (or the Go provider's):
+  // recorded on first touch, before anything else.
+  o.has_finalizer = true;
+  p = PlanCluster(o);
+  ASSERT_TRUE(p.action);
+  EXPECT_EQ(p.action->kind, K::kAddFinalizer);
+  EXPECT_EQ(p.action->body["metadata"]["annotations"]
+                          [std::string(harvester::kAnnotationManagementClusterId)],
+            kMgmtId);
+
+  // Recorded: the finalizer step asks for nothing more.
+  o.identity_recorded = true;
+  p = PlanCluster(o);
+  ASSERT_TRUE(p.action);
+  EXPECT_NE(p.action->kind, K::kAddFinalizer);
+}
+
 TEST(ClusterPlanTest, AFailedConnectionWarnsOnceAndRetriesAtItsBackoff) {
   auto o = Base();
   o.hc.status.ready = true;

@@ -120,6 +120,7 @@ TEST(MachinePlanTest, BesideAVmOfAnotherClusterOnlyThisMachinesOwnThingsGo) {
   auto o = Deleting(false);
   o.vm = OurVm();
   o.vm->ours = false;
+  o.vm->uid = "their-vm-uid";  // not the VM spec.providerID names
   const std::string disk1 = harvester::PvcName("m-0", "hm-uid", 1);
   o.pvcs = {{"m-0-disk-0-theirs", false}, {disk1, false}};
   o.cloud_init_secret = SecretView{false, ""};
@@ -178,9 +179,12 @@ struct World {
   bool deleting = false;
   std::string provider_id;
   std::optional<VmView> vm;
+  bool vm_cached = true;  // false: it lacks CAPHV's labels (the Go provider's)
   std::optional<VmiView> vmi;
+  std::optional<VmiView> unlabelled_vmi;  // runs, but the cache cannot see it
   std::vector<PvcView> pvcs;
   std::optional<SecretView> secret;
+  bool unlabelled_secret = false;  // exists, but the cache cannot see it
   Object pool_a = PoolObject("pool-a", "10.9.0.10", "10.9.0.12");
   int vm_creates = 0;
   int reservations = 0;
@@ -193,7 +197,7 @@ MachineObservation Observe(const World& w, const api::HarvesterMachineStatus& st
   o.has_finalizer = w.finalizer;
   o.deleting = w.deleting;
   o.hm.spec.provider_id = w.provider_id;
-  o.vm = w.vm;
+  if (w.vm_cached) o.vm = w.vm;
   o.vmi = w.vmi;
   o.pvcs = w.pvcs;
   o.cloud_init_secret = w.secret;
@@ -252,6 +256,19 @@ MachinePlan Drive(World& w, api::HarvesterMachineStatus& status) {
         break;
       case ActionKind::kSetProviderID:
         w.provider_id = a.value;
+        break;
+      case ActionKind::kAdoptCloudInitSecret:
+        EXPECT_EQ(a.name, "m-0-cloud-init");
+        if (w.unlabelled_secret) w.secret = SecretView{true, ""};
+        w.unlabelled_secret = false;
+        break;
+      case ActionKind::kAdoptVm:
+        EXPECT_TRUE(a.body["metadata"]["labels"].contains(std::string(harvester::kLabelClusterId)));
+        w.vm->ours = w.vm->adopted = w.vm_cached = true;
+        break;
+      case ActionKind::kAdoptVmi:
+        if (w.unlabelled_vmi) w.vmi = w.unlabelled_vmi;
+        w.unlabelled_vmi.reset();
         break;
       case ActionKind::kMarkPvcsForRemoval:
         w.vm->pvcs_marked_for_removal = true;
@@ -316,6 +333,82 @@ TEST(MachinePlanTest, LifecycleSurvivesACrashAfterEveryWriteWithOneVmAndOneAddre
   EXPECT_EQ(w.reservations, 1);
   EXPECT_FALSE(w.pool_a["status"]["allocated"].contains("10.9.0.10"));
   EXPECT_FALSE(w.finalizer);
+}
+
+// A machine the Go provider v0.2.x made: a VM, Secret and VMI without
+// CAPHV's labels, an address held under "<namespace>/<name>", spec.providerID
+// naming the VM.
+World GoProviderWorld() {
+  World w;
+  w.finalizer = true;
+  w.provider_id = "harvester://vm-uid";
+  VmView vm;
+  vm.uid = "vm-uid";
+  vm.running = true;
+  vm.cloud_init_secret = "m-0-cloud-init";
+  vm.remove_pvcs_patch = Object{{"metadata", {{"annotations", {{"x", "y"}}}}}};
+  w.vm = vm;
+  w.vm_cached = false;
+  w.unlabelled_secret = true;
+  w.unlabelled_vmi = VmiView{"Running", {{"ExternalIP", "10.9.0.11"}}};
+  w.pvcs = {{"m-0-disk-0-ab12c", false}, {"m-0-disk-1-x9y8z", false}};
+  w.pool_a["status"]["allocated"]["10.9.0.11"] = "team/m-0";
+  return w;
+}
+
+TEST(MachinePlanTest, AGoProviderMachineIsTakenOverWithoutASecondVmOrAddress) {
+  World w = GoProviderWorld();
+  api::HarvesterMachineStatus status;
+  MachinePlan p = Drive(w, status);
+  EXPECT_EQ(w.writes, (std::vector<ActionKind>{ActionKind::kAdoptCloudInitSecret,
+                                               ActionKind::kAdoptVm, ActionKind::kAdoptVmi}));
+  EXPECT_EQ(w.vm_creates, 0);
+  EXPECT_EQ(w.reservations, 0);
+  EXPECT_EQ(status.allocated_ip_address, "10.9.0.11");
+  EXPECT_TRUE(status.ready.value_or(false));
+  ASSERT_EQ(status.addresses.size(), 1u);
+  EXPECT_EQ(status.addresses[0].address, "10.9.0.11");
+
+  // Taken over once: replaying changes nothing.
+  w.writes.clear();
+  Drive(w, status);
+  EXPECT_TRUE(w.writes.empty());
+
+  // Deleting it removes everything the Go provider made, and its address.
+  w.deleting = true;
+  Drive(w, status);
+  EXPECT_EQ(w.writes,
+            (std::vector<ActionKind>{ActionKind::kMarkPvcsForRemoval, ActionKind::kDeleteVm}));
+  w.vm.reset();
+  w.vmi.reset();
+  w.writes.clear();
+  Drive(w, status);
+  EXPECT_EQ(w.writes, (std::vector<ActionKind>{ActionKind::kDeletePvc, ActionKind::kDeletePvc}));
+  w.pvcs.clear();
+  w.writes.clear();
+  Drive(w, status);
+  EXPECT_EQ(w.writes,
+            (std::vector<ActionKind>{ActionKind::kDeleteCloudInitSecret,
+                                     ActionKind::kReleaseAddress, ActionKind::kRemoveFinalizer}));
+  EXPECT_TRUE(w.pool_a["status"]["allocated"].empty());
+}
+
+TEST(MachinePlanTest, AGoProviderMachineDeletedBeforeTheTakeoverIsAdoptedThenCleanedUp) {
+  World w = GoProviderWorld();
+  w.deleting = true;
+  api::HarvesterMachineStatus status;
+  Drive(w, status);
+  EXPECT_EQ(w.writes,
+            (std::vector<ActionKind>{ActionKind::kAdoptCloudInitSecret, ActionKind::kAdoptVm,
+                                     ActionKind::kMarkPvcsForRemoval, ActionKind::kDeleteVm}));
+  w.vm.reset();
+  w.pvcs.clear();
+  w.writes.clear();
+  Drive(w, status);
+  EXPECT_EQ(w.writes,
+            (std::vector<ActionKind>{ActionKind::kDeleteCloudInitSecret,
+                                     ActionKind::kReleaseAddress, ActionKind::kRemoveFinalizer}));
+  EXPECT_EQ(w.vm_creates, 0);
 }
 
 }  // namespace

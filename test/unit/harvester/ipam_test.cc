@@ -210,5 +210,24 @@ TEST(IpamTest, LargePoolsAreCheap) {
   EXPECT_EQ(DecideAllocation({Candidate(pool)}, "me").ip, "10.0.0.3");
 }
 
+TEST(IpamTest, TheGoProvidersOwnerFormatIsTheSameMachine) {
+  const std::string me = IpOwnerId("mgmt", "team", "m-0");
+  EXPECT_TRUE(SameOwner(me, me));
+  EXPECT_TRUE(SameOwner("team/m-0", me));
+  EXPECT_FALSE(SameOwner("team/m-00", me));
+  EXPECT_FALSE(SameOwner("team/m-0@0123456789ab", me));  // another management cluster
+  EXPECT_FALSE(SameOwner("other/m-0", me));
+  EXPECT_FALSE(SameOwner("team/m-0", "team/m-0-no-suffix"));
+}
+
+TEST(IpamTest, ReleaseRemovesTheGoProvidersEntryOfTheMachine) {
+  IpPool pool =
+      Parsed(Pool("p", kSmallRange, {{"10.0.0.3", "team/m-0"}, {"10.0.0.4", "team/m-1"}}));
+  auto patch = ReleasePatch(pool, IpOwnerId("mgmt", "team", "m-0"));
+  ASSERT_TRUE(patch);
+  EXPECT_TRUE((*patch)["status"]["allocated"]["10.0.0.3"].is_null());
+  EXPECT_FALSE((*patch)["status"]["allocated"].contains("10.0.0.4"));
+}
+
 }  // namespace
 }  // namespace caphv::harvester
