@@ -90,8 +90,10 @@ Status HarvesterClusterReconciler::ExecuteManagement(Run& r, const ClusterAction
       return Status::Ok();
     }
     case ClusterActionKind::kRecordConnection: {
-      auto written = ApplyStatus(*ctx_.mgmt, HcGvr(), *r.object, a.body);
+      auto written =
+          (o.status_foreign ? ReplaceStatus : ApplyStatus)(*ctx_.mgmt, HcGvr(), *r.object, a.body);
       if (!written.ok()) return written.status();
+      o.status_foreign = false;
       ctx_.harvester_clusters->RecordWrite(*written);
       if (auto hc = api::Decode<api::HarvesterCluster>(*written); hc.ok()) {
         o.hc.status = std::move(hc->status);

@@ -19,6 +19,7 @@ ClusterObservation HarvesterClusterReconciler::Observe(Run& r, api::HarvesterClu
   ClusterObservation o;
   const kube::Object& object = *r.object;
   o.hc = std::move(hc);
+  o.status_foreign = ToOurConditions(o.hc.status.conditions, kClusterConditionTypes);
   o.key = r.req.Key();
   o.deleting = IsDeleting(object);
   o.has_finalizer =

@@ -68,6 +68,10 @@ inline constexpr std::string_view kCloudProviderConfigReady = "CloudProviderConf
 // The conditions the Ready summary looks at, in order.
 inline constexpr std::array<std::string_view, 4> kClusterReadyOrder = {
     kHarvesterConnectionReady, kTargetNamespaceReady, kVmIpPoolReady, kLoadBalancerReady};
+// Every condition type a HarvesterCluster reports (with Ready and Paused).
+inline constexpr std::array<std::string_view, 6> kClusterConditionTypes = {
+    kHarvesterConnectionReady, kTargetNamespaceReady, kVmIpPoolReady,
+    kLoadBalancerReady,        kInfrastructureReady,  kCloudProviderConfigReady};
 
 // A cached IPPool.
 struct PoolView {
@@ -112,7 +116,10 @@ struct CloudProviderView {
 
 struct ClusterObservation {
   api::HarvesterCluster hc;  // hc.status is the status last reported
-  std::string key;           // "<namespace>/<name>"
+  // The reported status had conditions in another shape (ToOurConditions;
+  // hc.status has them in ours): the status is replaced, not applied.
+  bool status_foreign = false;
+  std::string key;  // "<namespace>/<name>"
   bool deleting = false;
   bool has_finalizer = false;  // ours or the Go provider's name
   bool paused = false;

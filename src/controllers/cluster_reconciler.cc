@@ -81,9 +81,10 @@ kube::Result HarvesterClusterReconciler::Report(Run& r, const ClusterObservation
   if (!r.metrics_label.empty() && !o.deleting && !o.paused) {
     metrics::SetClusterReady(r.metrics_label, plan.status.ready.value_or(false));
   }
-  if (plan.status != o.hc.status && !r.finalizer_removed) {
-    auto written = ApplyStatus(*ctx_.mgmt, api::ResourceOf(api::Kind::kHarvesterCluster), *r.object,
-                               api::Encode(plan.status));
+  if ((plan.status != o.hc.status || o.status_foreign) && !r.finalizer_removed) {
+    auto written = (o.status_foreign ? ReplaceStatus : ApplyStatus)(
+        *ctx_.mgmt, api::ResourceOf(api::Kind::kHarvesterCluster), *r.object,
+        api::Encode(plan.status));
     if (written.ok()) {
       ctx_.harvester_clusters->RecordWrite(*written);  // read-your-writes
     } else if (!written.status().IsNotFound() && error.ok()) {

@@ -86,6 +86,7 @@ MachineObservation HarvesterMachineReconciler::Observe(Run& r) {
   MachineObservation o;
   const kube::Object& object = *r.object;
   o.hm = r.hm;
+  o.status_foreign = ToOurConditions(o.hm.status.conditions, kMachineConditionTypes);
   o.key = r.req.Key();
   o.deleting = IsDeleting(object);
   o.has_finalizer =

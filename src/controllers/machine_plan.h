@@ -39,6 +39,7 @@
 
 #pragma once
 
+#include <array>
 #include <map>
 #include <optional>
 #include <string>
@@ -61,6 +62,10 @@ inline constexpr std::string_view kVmProvisioningReady = "VMProvisioningReady";
 inline constexpr std::string_view kVmIpAllocated = "VMIPAllocated";
 inline constexpr std::string_view kMachineCreated = "MachineCreated";
 inline constexpr std::string_view kNodeRegistered = "NodeRegistered";
+// Every condition type a HarvesterMachine reports (with Ready and Paused).
+inline constexpr std::array<std::string_view, 6> kMachineConditionTypes = {
+    kInfrastructureReady, kBootstrapDataReady, kVmProvisioningReady,
+    kVmIpAllocated,       kMachineCreated,     kNodeRegistered};
 
 // Annotation on the cloud-init Secret: a hash of its content, so an
 // unchanged Secret is never written again.
@@ -110,7 +115,10 @@ struct CreationInputs {
 
 struct MachineObservation {
   api::HarvesterMachine hm;  // hm.status is the status last reported
-  std::string key;           // "<namespace>/<name>"
+  // The reported status had conditions in another shape (ToOurConditions;
+  // hm.status has them in ours): the status is replaced, not applied.
+  bool status_foreign = false;
+  std::string key;  // "<namespace>/<name>"
   bool deleting = false;
   bool has_finalizer = false;  // ours or the Go provider's name
   bool paused = false;

@@ -144,9 +144,10 @@ kube::Result HarvesterMachineReconciler::Report(Run& r, const MachineObservation
   }
   const bool became_ready =
       plan.status.ready.value_or(false) && !o.hm.status.ready.value_or(false) && !o.deleting;
-  if (plan.status != o.hm.status && !r.finalizer_removed) {
-    auto written = ApplyStatus(*ctx_.mgmt, api::ResourceOf(api::Kind::kHarvesterMachine), *r.object,
-                               api::Encode(plan.status));
+  if ((plan.status != o.hm.status || o.status_foreign) && !r.finalizer_removed) {
+    auto written = (o.status_foreign ? ReplaceStatus : ApplyStatus)(
+        *ctx_.mgmt, api::ResourceOf(api::Kind::kHarvesterMachine), *r.object,
+        api::Encode(plan.status));
     if (written.ok()) {
       ctx_.harvester_machines->RecordWrite(*written);  // read-your-writes
       if (became_ready) {

@@ -58,6 +58,23 @@ void SummarizeReady(Conditions& conditions, bool ready, bool deleting,
   }
 }
 
+bool ToOurConditions(std::vector<api::Condition>& conditions,
+                     std::span<const std::string_view> known) {
+  const size_t before = conditions.size();
+  std::erase_if(conditions, [&](const api::Condition& c) {
+    return c.type != api::kReadyCondition && c.type != api::kPausedCondition &&
+           std::find(known.begin(), known.end(), c.type) == known.end();
+  });
+  bool changed = conditions.size() != before;
+  for (auto& c : conditions) {
+    if (c.reason.empty()) {
+      c.reason = "NoReason";
+      changed = true;
+    }
+  }
+  return changed;
+}
+
 void SyncPaused(Conditions& conditions, bool paused) {
   if (paused) {
     conditions.Mark(api::kPausedCondition, true, "Paused",

@@ -80,6 +80,14 @@ class Conditions {
 void SummarizeReady(Conditions& conditions, bool ready, bool deleting,
                     std::span<const std::string_view> order);
 
+// Conditions another writer left (the Go provider v0.2.x sets some without a
+// reason, and types CAPHV does not have, e.g. InitMachineCreated) turned into
+// CAPHV's shape: types not in `known` (nor Ready, Paused) dropped, a missing
+// reason set to "NoReason". True when anything changed: the status must then
+// be replaced, not merged into (ReplaceStatus).
+bool ToOurConditions(std::vector<api::Condition>& conditions,
+                     std::span<const std::string_view> known);
+
 // The Paused condition: True while `paused`; False (NotPaused) once it was
 // set before; absent otherwise.
 void SyncPaused(Conditions& conditions, bool paused);

@@ -18,6 +18,16 @@ kube::StatusOr<kube::Object> ApplyStatus(kube::Client& client,
   return client.Apply(gvr, kube::NamespaceOf(object), body, options);
 }
 
+kube::StatusOr<kube::Object> ReplaceStatus(kube::Client& client,
+                                           const kube::GroupVersionResource& gvr,
+                                           const kube::Object& object, const kube::Object& status) {
+  kube::PatchOptions options;
+  options.field_manager = "caphv";
+  options.subresource = "status";
+  return client.Patch(gvr, kube::NamespaceOf(object), kube::NameOf(object), kube::PatchType::kMerge,
+                      {{"status", status}}, options);
+}
+
 kube::Status MergePatch(kube::Client& client, const kube::GroupVersionResource& gvr,
                         const kube::Object& object, const kube::Object& patch) {
   auto out = client.Patch(gvr, kube::NamespaceOf(object), kube::NameOf(object),

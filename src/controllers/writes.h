@@ -25,6 +25,13 @@ kube::StatusOr<kube::Object> ApplyStatus(kube::Client& client,
                                          const kube::GroupVersionResource& gvr,
                                          const kube::Object& object, const kube::Object& status);
 
+// Like ApplyStatus, as a merge patch of the status subresource: the lists it
+// carries (conditions) replace the stored ones whole. For a status written in
+// another shape (the Go provider's), which an apply would merge into.
+kube::StatusOr<kube::Object> ReplaceStatus(kube::Client& client,
+                                           const kube::GroupVersionResource& gvr,
+                                           const kube::Object& object, const kube::Object& status);
+
 // Merge-patches `object` (metadata.finalizers, spec.providerID ...).
 kube::Status MergePatch(kube::Client& client, const kube::GroupVersionResource& gvr,
                         const kube::Object& object, const kube::Object& patch);

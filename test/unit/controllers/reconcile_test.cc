@@ -72,5 +72,25 @@ TEST(ReconcileTest, AWaitBecomesTheControllerResult) {
             std::chrono::seconds(7));
 }
 
+TEST(ToOurConditionsTest, TheGoProvidersConditionsAreTurnedIntoOurShape) {
+  // As the Go provider v0.2.x leaves a HarvesterCluster: reasonless
+  // conditions.MarkTrue results, and a type CAPHV does not have.
+  std::vector<api::Condition> conditions = {
+      {"Ready", "True", 0, "2026-01-01T00:00:00Z", "", ""},
+      {"InitMachineCreated", "True", 0, "2026-01-01T00:00:00Z", "", ""},
+      {"LoadBalancerReady", "True", 0, "2026-01-01T00:00:00Z", "", ""},
+      {"Paused", "False", 0, "2026-01-01T00:00:00Z", "NotPaused", ""},
+  };
+  const std::array<std::string_view, 1> known = {"LoadBalancerReady"};
+  EXPECT_TRUE(ToOurConditions(conditions, known));
+  ASSERT_EQ(conditions.size(), 3u);
+  EXPECT_EQ(conditions[0].type, "Ready");
+  EXPECT_EQ(conditions[0].reason, "NoReason");
+  EXPECT_EQ(conditions[1].type, "LoadBalancerReady");
+  EXPECT_EQ(conditions[2].reason, "NotPaused");
+  // Ours already: nothing to replace.
+  EXPECT_FALSE(ToOurConditions(conditions, known));
+}
+
 }  // namespace
 }  // namespace caphv::controllers
