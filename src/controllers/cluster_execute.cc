@@ -9,6 +9,8 @@
 #include "controllers/cluster_reconciler.h"
 #include "controllers/metrics.h"
 #include "controllers/writes.h"
+#include "harvester/cloud_provider.h"
+#include "harvester/naming.h"
 #include "harvester/resources.h"
 
 namespace caphv::controllers {
@@ -34,6 +36,45 @@ const kube::GroupVersionResource& GvrOf(CloudProviderObject o) {
       return kube::resources::kSecrets;
   }
   return kube::resources::kSecrets;
+}
+
+bool HasClusterId(const kube::Object& o) {
+  return LabelsOf(o).contains(std::string(harvester::kLabelClusterId));
+}
+
+// What the Go provider v0.2.x left for the cluster besides CAPHV's names
+// (LegacyView): each object proven by its shape, never by its name alone.
+kube::StatusOr<LegacyView> ReadLegacy(kube::Client& client, const std::string& ns,
+                                      const std::string& lb_name, const std::string& cluster) {
+  LegacyView v;
+  auto svc = client.Get(kube::resources::kServices, ns, lb_name);
+  if (svc.ok()) {
+    v.placeholder_service = !HasClusterId(*svc) &&
+                            LabelsOf(*svc).contains("loadbalancer.harvesterhci.io/servicelb") &&
+                            !IsDeleting(*svc);
+  } else if (!svc.status().IsNotFound()) {
+    return svc.status();
+  }
+  auto crb = client.Get(kube::resources::kClusterRoleBindings, "", cluster);
+  if (crb.ok()) {
+    const kube::Object subjects = crb->value("subjects", kube::Object::array());
+    v.cluster_role_binding =
+        !HasClusterId(*crb) &&
+        Str(*crb, {"roleRef", "name"}) == harvester::kCloudProviderClusterRole &&
+        subjects.size() == 1 && subjects[0].value("kind", "") == "ServiceAccount" &&
+        subjects[0].value("name", "") == cluster && subjects[0].value("namespace", "") == ns;
+  } else if (!crb.status().IsNotFound()) {
+    return crb.status();
+  }
+  if (v.cluster_role_binding) {
+    auto sa = client.Get(kube::resources::kServiceAccounts, ns, cluster);
+    if (sa.ok()) {
+      v.service_account = !HasClusterId(*sa) && !IsDeleting(*sa);
+    } else if (!sa.status().IsNotFound()) {
+      return sa.status();
+    }
+  }
+  return v;
 }
 
 }  // namespace
@@ -194,6 +235,28 @@ Status HarvesterClusterReconciler::ExecuteHarvester(Run& r, const ClusterAction&
       CAPHV_RETURN_IF_ERROR(DeleteIfExists(client, harvester::kIPPools, "", a.name));
       o.pools[a.name].deleting = true;
       return Status::Ok();
+    case ClusterActionKind::kReadLegacyObjects: {
+      auto legacy = ReadLegacy(client, ns, a.name, o.cluster_name);
+      if (!legacy.ok()) return legacy.status();
+      o.legacy = *legacy;
+      return Status::Ok();
+    }
+    case ClusterActionKind::kDeleteLegacyObject: {
+      const std::string kind = a.body.value("kind", "");
+      if (kind == "Service") {
+        CAPHV_RETURN_IF_ERROR(DeleteIfExists(client, kube::resources::kServices, ns, a.name));
+        o.legacy->placeholder_service = false;
+      } else if (kind == "ServiceAccount") {
+        CAPHV_RETURN_IF_ERROR(
+            DeleteIfExists(client, kube::resources::kServiceAccounts, ns, a.name));
+        o.legacy->service_account = false;
+      } else {
+        CAPHV_RETURN_IF_ERROR(
+            DeleteIfExists(client, kube::resources::kClusterRoleBindings, "", a.name));
+        o.legacy->cluster_role_binding = false;
+      }
+      return Status::Ok();
+    }
     case ClusterActionKind::kDeleteCloudProviderObject: {
       const std::string rns = a.object == CloudProviderObject::kClusterRoleBinding ? "" : ns;
       CAPHV_RETURN_IF_ERROR(DeleteIfExists(client, GvrOf(a.object), rns, a.name));

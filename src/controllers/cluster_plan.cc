@@ -6,6 +6,8 @@
 
 #include "controllers/cluster_plan.h"
 
+#include <set>
+
 #include "api/codec.h"
 #include "controllers/capi.h"
 #include "harvester/cloud_provider.h"
@@ -126,7 +128,7 @@ class Planner {
     for (const InlinePool& p : InlinePools(obs_.hc)) {
       const std::string_view type = p.load_balancer ? kLoadBalancerReady : kVmIpPoolReady;
       auto it = obs_.pools.find(p.name);
-      if (it != obs_.pools.end() && !it->second.ours) {
+      if (it != obs_.pools.end() && !it->second.ours && !it->second.unlabelled) {
         Mark(type, false, p.load_balancer ? "IPPoolNameConflict" : "VMIPPoolNameConflict",
              "IPPool " + p.name + " exists on Harvester but belongs to another cluster", true);
         if (p.load_balancer) {
@@ -144,7 +146,15 @@ class Planner {
         return false;
       }
       if (it == obs_.pools.end() || !it->second.up_to_date) {
-        Act(ClusterActionKind::kApplyPool, p.name, std::move(pool).value());
+        std::optional<EventNote> adopted;
+        if (it != obs_.pools.end() && it->second.unlabelled) {
+          // Named after this HarvesterCluster but made without a cluster id:
+          // the Go provider's pool for it. Applying labels it as ours.
+          adopted = EventNote{false, "IPPoolAdopted",
+                              "adopted IPPool " + p.name + " (" + p.what +
+                                  "), made for this HarvesterCluster without a cluster id"};
+        }
+        Act(ClusterActionKind::kApplyPool, p.name, std::move(pool).value(), std::move(adopted));
         return false;
       }
     }
@@ -182,7 +192,7 @@ class Planner {
       WaitForEvent("a valid loadBalancerConfig");
       return false;
     }
-    if (obs_.lb && !obs_.lb->ours) {
+    if (obs_.lb && !obs_.lb->ours && !obs_.lb->unlabelled) {
       Mark(kLoadBalancerReady, false, "LoadBalancerNameConflict",
            "LoadBalancer " + where + " exists on Harvester but belongs to another cluster", true);
       WaitForEvent("LoadBalancer name conflict");
@@ -190,8 +200,15 @@ class Planner {
     }
     if (!obs_.lb || !obs_.lb->up_to_date) {
       std::optional<EventNote> created;
-      if (!obs_.lb)
+      if (!obs_.lb) {
         created = EventNote{false, "LoadBalancerCreated", "created LoadBalancer " + where};
+      } else if (obs_.lb->unlabelled) {
+        // Named after this HarvesterCluster but made without a cluster id:
+        // the Go provider's load balancer for it.
+        created = EventNote{false, "LoadBalancerAdopted",
+                            "adopted LoadBalancer " + where +
+                                ", made for this HarvesterCluster without a cluster id"};
+      }
       Act(ClusterActionKind::kApplyLoadBalancer, name, std::move(desired).value(), created);
       return false;
     }
@@ -321,7 +338,7 @@ class Planner {
     // 1. The LoadBalancer, then wait for it to go.
     const std::string lb =
         harvester::LoadBalancerName(obs_.hc.metadata.namespace_, obs_.hc.metadata.name);
-    if (obs_.lb && obs_.lb->ours) {
+    if (obs_.lb && (obs_.lb->ours || obs_.lb->unlabelled)) {
       if (!obs_.lb->deleting) {
         return Act(
             ClusterActionKind::kDeleteLoadBalancer, lb, {},
@@ -335,9 +352,13 @@ class Planner {
     if (!obs_.lb && !obs_.lb_absence_confirmed) {
       return Act(ClusterActionKind::kConfirmLoadBalancerGone, lb);
     }
-    // 2. The IPPools CAPHV created for this cluster.
+    // 2. The IPPools CAPHV created for this cluster, and those the Go
+    // provider created from the same inline specs (named alike, no cluster id).
+    std::set<std::string> inline_names;
+    for (const InlinePool& p : InlinePools(obs_.hc)) inline_names.insert(p.name);
     for (const auto& [name, pool] : obs_.pools) {
-      if (pool.ours && !pool.deleting) return Act(ClusterActionKind::kDeletePool, name);
+      const bool legacy = pool.unlabelled && inline_names.contains(name);
+      if ((pool.ours || legacy) && !pool.deleting) return Act(ClusterActionKind::kDeletePool, name);
     }
     // 3. The cloud-provider objects.
     const auto names = harvester::CloudProviderNamesFor(identity_, ns_);
@@ -348,7 +369,22 @@ class Planner {
       return Act(ClusterActionKind::kDeleteCloudProviderObject,
                  CloudProviderObjectName(which, names), {}, std::nullopt, which);
     }
-    // 4. Done.
+    // 4. What the Go provider v0.2.x made besides (its placeholder Service;
+    // its cloud-provider ServiceAccount and ClusterRoleBinding, which it
+    // never deleted itself): read live, deleted only on proof.
+    if (!obs_.legacy) return Act(ClusterActionKind::kReadLegacyObjects, lb);
+    const LegacyView& legacy = *obs_.legacy;
+    auto remove = [&](std::string_view kind, const std::string& name) {
+      Act(ClusterActionKind::kDeleteLegacyObject, name, Object{{"kind", kind}},
+          EventNote{false, "LegacyObjectDeleted",
+                    "deleted " + std::string(kind) + " " + name +
+                        ", left on Harvester for this cluster by the Go provider"});
+    };
+    if (legacy.placeholder_service) return remove("Service", lb);
+    // The ServiceAccount before the binding that proves it is the cluster's.
+    if (legacy.service_account) return remove("ServiceAccount", obs_.cluster_name);
+    if (legacy.cluster_role_binding) return remove("ClusterRoleBinding", obs_.cluster_name);
+    // 5. Done.
     Act(ClusterActionKind::kRemoveFinalizer);
   }
 

@@ -75,7 +75,8 @@ inline constexpr std::array<std::string_view, 6> kClusterConditionTypes = {
 
 // A cached IPPool.
 struct PoolView {
-  bool ours = false;  // carries this cluster's id label
+  bool ours = false;        // carries this cluster's id label
+  bool unlabelled = false;  // carries no cluster id at all (the Go provider's)
   bool deleting = false;
   bool up_to_date = false;  // for an inline pool: its ranges are those of the spec
   bool operator==(const PoolView&) const = default;
@@ -84,6 +85,7 @@ struct PoolView {
 // The cached control-plane LoadBalancer.
 struct LoadBalancerView {
   bool ours = false;
+  bool unlabelled = false;  // carries no cluster id at all (the Go provider's)
   bool deleting = false;
   bool up_to_date = false;                      // its spec is the one the planner would apply
   std::optional<harvester::Endpoint> endpoint;  // once Harvester gave it an address
@@ -114,6 +116,16 @@ struct CloudProviderView {
   std::set<CloudProviderObject> deleted;        // deletion: known gone (deleted in this reconcile)
 };
 
+// Deletion: what the Go provider v0.2.x left on Harvester that CAPHV's own
+// names do not cover, read live (none of it is cached).
+struct LegacyView {
+  bool placeholder_service = false;   // Service <lb name> (servicelb label), LB gone
+  bool service_account = false;       // ServiceAccount <Cluster name> in the target namespace
+  bool cluster_role_binding = false;  // ClusterRoleBinding <Cluster name> binding only it to
+                                      // the cloud-provider role
+  bool operator==(const LegacyView&) const = default;
+};
+
 struct ClusterObservation {
   api::HarvesterCluster hc;  // hc.status is the status last reported
   // The reported status had conditions in another shape (ToOurConditions;
@@ -141,6 +153,7 @@ struct ClusterObservation {
   std::map<std::string, PoolView> pools;
   std::optional<LoadBalancerView> lb;
   bool lb_absence_confirmed = false;  // deletion: a live read found no LoadBalancer
+  std::optional<LegacyView> legacy;   // deletion: read once the LoadBalancer is gone
   CloudProviderView cloud_provider;
 };
 
@@ -158,6 +171,8 @@ enum class ClusterActionKind {
   kConfirmLoadBalancerGone,    // name: live GET
   kDeletePool,                 // name
   kDeleteCloudProviderObject,  // object, name
+  kReadLegacyObjects,          // live GETs filling ClusterObservation::legacy
+  kDeleteLegacyObject,         // name; body: {"kind": Service|ServiceAccount|ClusterRoleBinding}
   kRemoveFinalizer,
 };
 
@@ -197,6 +212,9 @@ struct InlinePool {
   bool load_balancer;  // its failures are the LoadBalancer's
 };
 std::vector<InlinePool> InlinePools(const api::HarvesterCluster& hc);
+// The name of the inline load-balancer pool: the Go provider's when the spec
+// already references it (it wrote loadBalancerConfig.ipPoolRef), else CAPHV's.
+std::string LbInlinePoolName(const api::HarvesterCluster& hc);
 
 // The objects CAPHV applies on Harvester: labelled with the cluster and
 // annotated with the owner key (so watch events map back).

@@ -30,14 +30,19 @@ std::vector<InlinePool> InlinePools(const api::HarvesterCluster& hc) {
   std::vector<InlinePool> out;
   const auto& lbc = hc.spec.load_balancer_config;
   if (lbc.ipam_type == api::kIpamPool && lbc.ip_pool) {
-    out.push_back({harvester::LbPoolName(hc.metadata.namespace_, hc.metadata.name), *lbc.ip_pool,
-                   "load balancer addresses", true});
+    out.push_back({LbInlinePoolName(hc), *lbc.ip_pool, "load balancer addresses", true});
   }
   if (hc.spec.vm_network_config && hc.spec.vm_network_config->ip_pool) {
     out.push_back({harvester::VmPoolName(hc.metadata.namespace_, hc.metadata.name),
                    *hc.spec.vm_network_config->ip_pool, "VM addresses", false});
   }
   return out;
+}
+
+std::string LbInlinePoolName(const api::HarvesterCluster& hc) {
+  const std::string legacy = harvester::LegacyLbPoolName(hc.metadata.namespace_, hc.metadata.name);
+  if (hc.spec.load_balancer_config.ip_pool_ref == legacy) return legacy;
+  return harvester::LbPoolName(hc.metadata.namespace_, hc.metadata.name);
 }
 
 kube::StatusOr<Object> DesiredPool(const InlinePool& p, const ClusterObservation& obs) {
@@ -56,9 +61,8 @@ kube::StatusOr<Object> DesiredLoadBalancer(const ClusterObservation& obs) {
   in.harvester_cluster_name = hc.metadata.name;
   in.target_namespace = hc.spec.target_namespace;
   in.config = hc.spec.load_balancer_config;
-  in.ip_pool = hc.spec.load_balancer_config.ip_pool
-                   ? harvester::LbPoolName(hc.metadata.namespace_, hc.metadata.name)
-                   : hc.spec.load_balancer_config.ip_pool_ref;
+  in.ip_pool = hc.spec.load_balancer_config.ip_pool ? LbInlinePoolName(hc)
+                                                    : hc.spec.load_balancer_config.ip_pool_ref;
   auto lb = harvester::BuildLoadBalancer(in);
   if (!lb.ok()) return lb.status();
   return WithOwnerAnnotation(std::move(lb).value(), obs.key);
@@ -113,6 +117,10 @@ std::string_view ActionName(ClusterActionKind kind) {
       return "DeletePool";
     case ClusterActionKind::kDeleteCloudProviderObject:
       return "DeleteCloudProviderObject";
+    case ClusterActionKind::kReadLegacyObjects:
+      return "ReadLegacyObjects";
+    case ClusterActionKind::kDeleteLegacyObject:
+      return "DeleteLegacyObject";
     case ClusterActionKind::kRemoveFinalizer:
       return "RemoveFinalizer";
   }
@@ -145,14 +153,16 @@ std::vector<std::string> SpecPoolNames(const api::HarvesterCluster& hc) {
 PoolView ViewOfPool(const Object& pool, const ClusterObservation& obs) {
   PoolView v;
   v.ours = harvester::OwnedBy(LabelsOf(pool), ClusterIdentityOf(obs));
+  v.unlabelled = !LabelsOf(pool).contains(std::string(harvester::kLabelClusterId));
   v.deleting = IsDeleting(pool);
-  v.up_to_date = true;
+  v.up_to_date = v.ours;
   const std::string name = kube::NameOf(pool);
   for (const auto& p : InlinePools(obs.hc)) {
     if (p.name != name) continue;
     auto desired = DesiredPool(p, obs);
-    v.up_to_date = desired.ok() && pool.value("spec", Object::object()).value("ranges", Object()) ==
-                                       (*desired)["spec"]["ranges"];
+    v.up_to_date = v.up_to_date && desired.ok() &&
+                   pool.value("spec", Object::object()).value("ranges", Object()) ==
+                       (*desired)["spec"]["ranges"];
   }
   return v;
 }
@@ -160,10 +170,11 @@ PoolView ViewOfPool(const Object& pool, const ClusterObservation& obs) {
 LoadBalancerView ViewOfLoadBalancer(const Object& lb, const ClusterObservation& obs) {
   LoadBalancerView v;
   v.ours = harvester::OwnedBy(LabelsOf(lb), ClusterIdentityOf(obs));
+  v.unlabelled = !LabelsOf(lb).contains(std::string(harvester::kLabelClusterId));
   v.deleting = IsDeleting(lb);
   v.endpoint = harvester::EndpointFromLoadBalancer(lb);
   auto desired = DesiredLoadBalancer(obs);
-  v.up_to_date = desired.ok();
+  v.up_to_date = v.ours && desired.ok();
   if (desired.ok()) {
     const Object have = lb.value("spec", Object::object());
     for (const auto& [k, want] : (*desired)["spec"].items()) {
@@ -202,7 +213,7 @@ void MarkActionFailed(const ClusterObservation& obs, const ClusterAction& action
       message = "cannot create the Harvester namespace " + action.name + ": " + message;
       break;
     case ClusterActionKind::kApplyPool:
-      if (action.name == harvester::LbPoolName(obs.hc.metadata.namespace_, obs.hc.metadata.name)) {
+      if (action.name == LbInlinePoolName(obs.hc)) {
         type = kLoadBalancerReady;
         reason = "IPPoolCreationFailed";
         warn = false;

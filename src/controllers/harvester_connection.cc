@@ -86,7 +86,8 @@ Connection::Connection(std::shared_ptr<kube::Client> client, std::string kubecon
   };
   vms_ = make(harvester::kVirtualMachines, ManagedSelector());
   vmis_ = make(harvester::kVirtualMachineInstances, ManagedSelector());
-  lbs_ = make(harvester::kLoadBalancers, ManagedSelector());
+  // Every LoadBalancer: the Go provider's carry no labels and are adopted.
+  lbs_ = make(harvester::kLoadBalancers, "");
   secrets_ = make(kube::resources::kSecrets, ManagedSelector(), CompactManagedSecret);
   pools_ = make(harvester::kIPPools, "");
   pvcs_ = make(kube::resources::kPersistentVolumeClaims, "", CompactPvc);

@@ -131,6 +131,10 @@ std::string LbPoolName(const std::string& hc_namespace, const std::string& hc_na
   return Rfc1035Name({hc_namespace, hc_name, "lb-ippool"});
 }
 
+std::string LegacyLbPoolName(const std::string& hc_namespace, const std::string& hc_name) {
+  return Rfc1035Name({hc_namespace, hc_name, "ippool"});
+}
+
 std::string VmPoolName(const std::string& hc_namespace, const std::string& hc_name) {
   return Rfc1035Name({hc_namespace, hc_name, "vm-ippool"});
 }

@@ -86,6 +86,9 @@ std::string ManagementClusterIdOf(const std::map<std::string, std::string>& anno
 // Names of the IPPools CAPHV creates from a HarvesterCluster's inline pools
 // (the Go provider's names): "<ns>-<name>-lb-ippool" / "-vm-ippool".
 std::string LbPoolName(const std::string& hc_namespace, const std::string& hc_name);
+// The Go provider v0.2.x's name for the inline load-balancer pool
+// ("<ns>-<name>-ippool"), which it writes into loadBalancerConfig.ipPoolRef.
+std::string LegacyLbPoolName(const std::string& hc_namespace, const std::string& hc_name);
 std::string VmPoolName(const std::string& hc_namespace, const std::string& hc_name);
 
 // Name of the Secret holding a VM's cloud-init data (as the Go provider).

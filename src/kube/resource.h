@@ -46,6 +46,7 @@ inline const GroupVersionResource kSecrets{"", "v1", "secrets", true};
 inline const GroupVersionResource kEvents{"", "v1", "events", true};
 inline const GroupVersionResource kNodes{"", "v1", "nodes", false};
 inline const GroupVersionResource kServiceAccounts{"", "v1", "serviceaccounts", true};
+inline const GroupVersionResource kServices{"", "v1", "services", true};
 inline const GroupVersionResource kPersistentVolumeClaims{"", "v1", "persistentvolumeclaims", true};
 inline const GroupVersionResource kLeases{"coordination.k8s.io", "v1", "leases", true};
 inline const GroupVersionResource kCustomResourceDefinitions{"apiextensions.k8s.io", "v1",

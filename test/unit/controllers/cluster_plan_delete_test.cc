@@ -60,9 +60,9 @@ TEST(ClusterPlanTest, DeletionWaitsForTheMachinesFirst) {
 TEST(ClusterPlanTest, DeletionOrderLoadBalancerPoolsCloudProviderObjectsFinalizer) {
   auto o = Deleting();
   o.lb = ReadyLb();
-  o.pools = {{kLbPool, {true, false, true}},
-             {kVmPool, {true, false, true}},
-             {"shared", {false, false, true}}};
+  o.pools = {{kLbPool, {true, false, false, true}},
+             {kVmPool, {true, false, false, true}},
+             {"shared", {false, true, false, true}}};  // a user's pool, no cluster id
   auto p = PlanCluster(o);
   ASSERT_TRUE(p.action);
   EXPECT_EQ(p.action->kind, K::kDeleteLoadBalancer);
@@ -99,6 +99,11 @@ TEST(ClusterPlanTest, DeletionOrderLoadBalancerPoolsCloudProviderObjectsFinalize
   }
   EXPECT_EQ(objects, (std::vector<CPO>{CPO::kClusterRoleBinding, CPO::kRoleBinding,
                                        CPO::kTokenSecret, CPO::kServiceAccount}));
+  // What the Go provider may have left is looked for; here nothing.
+  EXPECT_EQ(p.action->kind, K::kReadLegacyObjects);
+  o.legacy = LegacyView{};
+  p = PlanCluster(o);
+  ASSERT_TRUE(p.action);
   EXPECT_EQ(p.action->kind, K::kRemoveFinalizer);
   EXPECT_FALSE(p.action->event);
 }

@@ -104,7 +104,7 @@ inline ClusterObservation WithCloudProvider() {
 }
 
 inline LoadBalancerView ReadyLb(std::string address = "10.8.0.5") {
-  return {true, false, true, harvester::Endpoint{std::move(address), 6443}};
+  return {true, false, false, true, harvester::Endpoint{std::move(address), 6443}};
 }
 
 inline Object Filled(Object secret) {

@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "api/codec.h"
 #include "cluster_plan_fixtures.h"
 
@@ -36,6 +38,10 @@ struct World {
   Object config_map = ConfigMap("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: x\n");
   int machines = 0;
   int lb_creates = 0;
+  // The Go provider v0.2.x's: its spec rewrites (ipPoolRefs), and the kinds
+  // of what it leaves besides (Service, ServiceAccount, ClusterRoleBinding).
+  bool go_spec = false;
+  std::set<std::string> legacy;
   std::vector<ClusterActionKind> writes;
 };
 
@@ -44,6 +50,10 @@ ClusterObservation Observe(const World& w) {
   o.hc.spec.update_cloud_provider_config =
       api::UpdateCloudProviderConfig{"team", "cpi", "manifests", "cloud-config", "cloud-config"};
   o.hc.spec.control_plane_endpoint = w.endpoint;
+  if (w.go_spec) {
+    o.hc.spec.load_balancer_config.ip_pool_ref = "team-c1-ippool";
+    o.hc.spec.vm_network_config->ip_pool_ref = kVmPool;
+  }
   o.hc.status = w.status;
   o.has_finalizer = w.finalizer;
   o.identity_recorded = !w.recorded_id.empty();
@@ -149,6 +159,15 @@ ClusterPlan Drive(World& w, int max_writes = 100) {
       case K::kDeletePool:
         w.pools.erase(a.name);
         break;
+      case K::kReadLegacyObjects:
+        o.legacy = LegacyView{
+            w.legacy.contains("Service"),
+            w.legacy.contains("ServiceAccount") && w.legacy.contains("ClusterRoleBinding"),
+            w.legacy.contains("ClusterRoleBinding")};
+        continue;
+      case K::kDeleteLegacyObject:
+        EXPECT_EQ(w.legacy.erase(a.body["kind"].get<std::string>()), 1u);
+        break;
       case K::kDeleteCloudProviderObject:
         if (w.cloud_provider.erase(a.object) == 0) {
           o.cloud_provider.deleted.insert(a.object);  // NotFound: no crash
@@ -247,6 +266,108 @@ TEST(ClusterPlanTest, ACrashBeforeAnythingWasMadeLetsABrokenIdentityGo) {
   w.writes.clear();
   Drive(w);
   EXPECT_EQ(w.writes, (std::vector<K>{K::kRemoveFinalizer}));
+}
+
+// A cluster the Go provider v0.2.x made: pools and load balancer without a
+// cluster id (the load-balancer pool under its own name, both written into
+// the spec as ipPoolRef), the endpoint in the spec, a reasonless status, and
+// a placeholder Service and cloud-provider objects it would never delete.
+World GoProviderWorld() {
+  World w;
+  w.go_spec = true;
+  w.finalizer = true;  // its finalizer name counts as ours
+  auto pool = [](const std::string& name, const std::string& subnet) {
+    auto built = harvester::BuildIpPool(name, PoolSpec(subnet), {}, "made by the Go provider");
+    EXPECT_TRUE(built.ok());
+    return *built;
+  };
+  w.pools["team-c1-ippool"] = pool("team-c1-ippool", "10.8.0.0/24");
+  w.pools[kVmPool] = pool(kVmPool, "10.9.0.0/24");
+  w.lb = Object{{"apiVersion", "loadbalancer.harvesterhci.io/v1beta1"},
+                {"kind", "LoadBalancer"},
+                {"metadata", {{"name", kLb}, {"namespace", "guests"}}},
+                {"spec", {{"ipam", "pool"}, {"ipPool", "team-c1-ippool"}}},
+                {"status", {{"address", "10.8.0.5"}}}};
+  w.endpoint = api::APIEndpoint{"10.8.0.5", 6443};
+  w.status.ready = true;
+  w.status.conditions = {Cond("Ready", "True", "NoReason"),
+                         Cond(std::string(kHarvesterConnectionReady), "True", "NoReason")};
+  w.legacy = {"Service", "ServiceAccount", "ClusterRoleBinding"};
+  return w;
+}
+
+TEST(ClusterPlanTest, AGoProviderClusterIsTakenOverWithoutASecondPoolOrLoadBalancer) {
+  World w = GoProviderWorld();
+  // What the first plans say: the identity first, then adoption events.
+  ClusterObservation o = Observe(w);
+  ClusterPlan first = PlanCluster(o);
+  ASSERT_TRUE(first.action);
+  EXPECT_EQ(first.action->kind, K::kAddFinalizer);
+  o.has_finalizer = o.identity_recorded = o.namespace_ready = true;
+  first = PlanCluster(o);
+  ASSERT_TRUE(first.action);
+  EXPECT_EQ(first.action->kind, K::kApplyPool);
+  EXPECT_EQ(first.action->name, "team-c1-ippool");
+  EXPECT_EQ(ActionEvent(first), "IPPoolAdopted");
+
+  Drive(w);
+  EXPECT_EQ(w.writes, (std::vector<K>{K::kAddFinalizer, K::kEnsureNamespace, K::kApplyPool,
+                                      K::kApplyPool, K::kApplyLoadBalancer,
+                                      K::kApplyCloudProviderObject, K::kApplyCloudProviderObject,
+                                      K::kApplyCloudProviderObject, K::kApplyCloudProviderObject}));
+  EXPECT_EQ(w.lb_creates, 0);
+  EXPECT_EQ(w.pools.size(), 2u);
+  for (const auto& [name, p] : w.pools) {
+    EXPECT_TRUE(p["metadata"]["labels"].contains(std::string(harvester::kLabelClusterId))) << name;
+  }
+  EXPECT_TRUE((*w.lb)["metadata"]["labels"].contains(std::string(harvester::kLabelClusterId)));
+  EXPECT_EQ(w.endpoint->host, "10.8.0.5");
+  EXPECT_TRUE(w.status.ready.value_or(false));
+
+  // Deleted: everything, including what the Go provider would have left.
+  w.cloud_provider[CPO::kTokenSecret] = Filled(w.cloud_provider[CPO::kTokenSecret]);
+  w.deleting = true;
+  w.writes.clear();
+  Drive(w);
+  EXPECT_EQ(w.writes, (std::vector<K>{K::kDeleteLoadBalancer}));
+  w.lb.reset();
+  w.writes.clear();
+  Drive(w);
+  EXPECT_EQ(w.writes,
+            (std::vector<K>{K::kDeletePool, K::kDeletePool, K::kDeleteCloudProviderObject,
+                            K::kDeleteCloudProviderObject, K::kDeleteCloudProviderObject,
+                            K::kDeleteCloudProviderObject, K::kDeleteLegacyObject,
+                            K::kDeleteLegacyObject, K::kDeleteLegacyObject, K::kRemoveFinalizer}));
+  EXPECT_TRUE(w.pools.empty());
+  EXPECT_TRUE(w.legacy.empty());
+  EXPECT_FALSE(w.finalizer);
+}
+
+TEST(ClusterPlanTest, PoolsAndLoadBalancersOfAnotherClusterIdAreNeverAdopted) {
+  auto o = WithPools();
+  auto other = harvester::BuildIpPool(kLbPool, PoolSpec("10.8.0.0/24"),
+                                      harvester::ClusterLabels({"other-mgmt", "team", "c1"}), "");
+  ASSERT_TRUE(other.ok());
+  o.pools[kLbPool] = ViewOfPool(*other, o);
+  EXPECT_FALSE(o.pools[kLbPool].unlabelled);
+  auto p = PlanCluster(o);
+  EXPECT_FALSE(p.action);
+  EXPECT_EQ(Reason(p, kLoadBalancerReady), "IPPoolNameConflict");
+
+  auto base = Base();
+  Object lb = {
+      {"metadata",
+       {{"name", kLb}, {"labels", harvester::ClusterLabels({"other-mgmt", "team", "c1"})}}}};
+  base.lb = ViewOfLoadBalancer(lb, base);
+  p = PlanCluster(base);
+  EXPECT_FALSE(p.action);
+  EXPECT_EQ(Reason(p, kLoadBalancerReady), "LoadBalancerNameConflict");
+  // Nor deleted with this cluster.
+  base.deleting = true;
+  base.lb_absence_confirmed = true;
+  p = PlanCluster(base);
+  ASSERT_TRUE(p.action);
+  EXPECT_NE(p.action->kind, K::kDeleteLoadBalancer);
 }
 
 }  // namespace

@@ -275,7 +275,7 @@ TEST(ClusterPlanTest, MissingPoolRefsWarnButDoNotHoldTheLoadBalancer) {
   api::VMNetworkConfig vnc;
   vnc.ip_pool_refs = {"pool-a", "default/pool-b"};
   o.hc.spec.vm_network_config = vnc;
-  o.pools["pool-a"] = PoolView{false, false, true};
+  o.pools["pool-a"] = PoolView{false, false, false, true};
   auto p = PlanCluster(o);
   ASSERT_TRUE(p.action);
   EXPECT_EQ(p.action->kind, K::kApplyLoadBalancer);
@@ -288,19 +288,19 @@ TEST(ClusterPlanTest, MissingPoolRefsWarnButDoNotHoldTheLoadBalancer) {
   o.lb->endpoint.reset();
   EXPECT_EQ(Reason(PlanCluster(o), api::kReadyCondition), "VMIPPoolNotFound");
 
-  o.pools["pool-b"] = PoolView{false, false, true};
+  o.pools["pool-b"] = PoolView{false, false, false, true};
   EXPECT_EQ(Reason(PlanCluster(o), kVmIpPoolReady), "VMIPPoolReady");
 }
 
 TEST(ClusterPlanTest, APoolOfAnotherClusterIsNeverOverwritten) {
   auto o = WithPools();
-  o.pools[kLbPool] = PoolView{false, false, false};
+  o.pools[kLbPool] = PoolView{false, false, false, false};
   auto p = PlanCluster(o);
   EXPECT_FALSE(p.action);
   EXPECT_EQ(Reason(p, kLoadBalancerReady), "IPPoolNameConflict");
 
-  o.pools[kLbPool] = PoolView{true, false, true};
-  o.pools[kVmPool] = PoolView{false, false, false};
+  o.pools[kLbPool] = PoolView{true, false, false, true};
+  o.pools[kVmPool] = PoolView{false, false, false, false};
   p = PlanCluster(o);
   ASSERT_TRUE(p.action);
   EXPECT_EQ(p.action->kind, K::kApplyLoadBalancer);
