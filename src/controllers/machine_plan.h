@@ -60,7 +60,8 @@ inline constexpr std::string_view kAnnotationContentHash =
 
 struct VmView {
   std::string uid;
-  bool ours = false;  // carries this cluster's id label
+  std::string created;  // metadata.creationTimestamp (caphv_machine_creation_duration_seconds)
+  bool ours = false;    // carries this cluster's id label
   bool deleting = false;
   bool pvcs_marked_for_removal = false;  // or it lists no PVC
   std::optional<kube::Object> remove_pvcs_patch;
