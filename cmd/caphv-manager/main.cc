@@ -59,8 +59,7 @@ int Main(int argc, char** argv) {
     return 0;
   }
 
-  log::Configure(options.verbosity,
-                 options.log_format == "json" ? log::Format::kJson : log::Format::kText);
+  log::Configure(options.log.verbosity, options.log.format, nullptr, options.log.time);
   auto logger = log::Root().WithName("setup");
   logger.Info("Starting caphv-manager",
               {{"version", CAPHV_VERSION},

@@ -18,9 +18,14 @@ kube::Status Bad(std::string message) {
   return kube::Status(kube::StatusCode::kInvalidArgument, std::move(message));
 }
 
-// CLI11 2.1 rejects "-v=4"; Go's flag packages accept it.
+// CLI11 2.1 rejects "-v=4" and single-dash long flags ("-leader-elect");
+// Go's flag package accepts both.
 std::string Normalise(std::string_view arg) {
   if (arg.size() > 3 && arg.substr(0, 3) == "-v=") return "--v=" + std::string(arg.substr(3));
+  if (arg.size() > 2 && arg[0] == '-' && arg[1] >= 'a' && arg[1] <= 'z' &&
+      !(arg[1] == 'v' && arg[2] >= '0' && arg[2] <= '9')) {
+    return "-" + std::string(arg);
+  }
   return std::string(arg);
 }
 
@@ -106,10 +111,6 @@ kube::Status Validate(const Options& o) {
   }
   if (!IsLabelValue(o.watch_filter)) {
     return Bad("invalid --watch-filter \"" + o.watch_filter + "\": not a valid label value");
-  }
-  if (o.verbosity < 0) return Bad("invalid -v " + std::to_string(o.verbosity) + ": must be >= 0");
-  if (o.log_format != "text" && o.log_format != "json") {
-    return Bad("invalid --log-format \"" + o.log_format + "\": must be \"text\" or \"json\"");
   }
   return {};
 }
@@ -238,10 +239,29 @@ kube::StatusOr<Options> ParseOptions(int argc, const char* const* argv, std::str
   app.add_option("--namespace", o.watch_namespace, "Namespace to watch (default: all namespaces)");
   app.add_option("--watch-filter", o.watch_filter,
                  "Only reconcile objects labelled cluster.x-k8s.io/watch-filter=<value>");
-  app.add_option("-v,--v", o.verbosity, "Log verbosity (0 = steady-state information only)")
-      ->capture_default_str();
-  app.add_option("--log-format", o.log_format, "Log format: text (klog) or json")
-      ->capture_default_str();
+  CLI::Option* v =
+      app.add_option("-v,--v", o.verbosity,
+                     "klog output at this verbosity (0 = steady-state information only)")
+          ->capture_default_str();
+  CLI::Option* log_format =
+      app.add_option("--log-format", o.log_format, "klog output format: text or json")
+          ->capture_default_str();
+  // The Go provider's logging flags (controller-runtime's zap options).
+  std::vector<CLI::Option*> zap = {
+      app.add_flag("--zap-devel", o.zap.devel,
+                   "Development mode (console encoder, debug level); false: production mode "
+                   "(JSON encoder, info level)")
+          ->capture_default_str(),
+      app.add_option("--zap-encoder", o.zap.encoder, "Log encoding: json or console"),
+      app.add_option("--zap-log-level", o.zap.level,
+                     "Log level: debug, info, error, or an integer > 0 (that verbosity)"),
+      app.add_option("--zap-stacktrace-level", o.zap.stacktrace_level,
+                     "Accepted for compatibility (info, error or panic); no stack traces are "
+                     "printed"),
+      app.add_option("--zap-time-encoding", o.zap.time_encoding,
+                     "Time encoding: epoch, millis, nano, iso8601, rfc3339 (default) or "
+                     "rfc3339nano"),
+  };
 
   std::vector<std::string> args;
   args.reserve(argc > 0 ? argc : 1);
@@ -279,6 +299,12 @@ kube::StatusOr<Options> ParseOptions(int argc, const char* const* argv, std::str
     if (!parsed.ok()) return Bad(std::string(d.flag) + ": " + parsed.status().message());
     d.out = *parsed;
   }
+  bool zap_given = false;
+  for (const CLI::Option* z : zap) zap_given |= z->count() > 0;
+  auto log = ResolveLogging(o.zap, zap_given, o.verbosity, o.log_format,
+                            v->count() > 0 || log_format->count() > 0);
+  if (!log.ok()) return log.status();
+  o.log = *log;
   CAPHV_RETURN_IF_ERROR(Validate(o));
   return o;
 }

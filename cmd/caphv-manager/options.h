@@ -4,13 +4,16 @@
 // function of argv (no environment, no files), so it is unit-tested.
 //
 // Accepted forms: `--flag=value`, `--flag value`, `--bool`, `--bool=false`,
-// `-v N`, `-vN`, `-v=N` and `--v=N`. Defaults follow controller-runtime and
-// Cluster API (see the flag table in the help text):
+// Go's single-dash `-flag`, `-v N`, `-vN`, `-v=N` and `--v=N`. Every flag of
+// the Go provider's manager is accepted with its default (see the flag table
+// in the help text):
 //   --metrics-bind-address :8080 ("0" disables), --health-probe-bind-address
-//   :8081 ("0" disables), --leader-elect false, lease 15s / 10s / 2s,
-//   --webhook-port 9443, --webhook-cert-dir <TMPDIR>/k8s-webhook-server/serving-certs,
+//   :9440 ("0" disables; the manifests pass :8081), --leader-elect false,
+//   --enable-webhooks false and the --zap-* logging flags (logging_flags.h);
+// and CAPHV's own: lease 15s / 10s / 2s, --webhook-port 9443,
+//   --webhook-cert-dir <TMPDIR>/k8s-webhook-server/serving-certs,
 //   --concurrency 10, --sync-period 10m, --cache-sync-timeout 2m (controller-
-//   runtime's CacheSyncTimeout), --log-format text.
+//   runtime's CacheSyncTimeout), -v / --log-format (klog output).
 //
 // Thread safety: ParseOptions and ParseDuration are stateless.
 
@@ -21,6 +24,7 @@
 #include <string_view>
 
 #include "kube/status.h"
+#include "logging_flags.h"
 
 namespace caphv::manager {
 
@@ -31,7 +35,7 @@ inline constexpr std::string_view kDefaultLeaderElectionId = "1e1658d6.cluster.x
 struct Options {
   std::string kubeconfig;
   std::string metrics_bind_address = ":8080";
-  std::string health_probe_bind_address = ":8081";
+  std::string health_probe_bind_address = ":9440";
 
   bool leader_elect = false;
   std::string leader_election_id = std::string(kDefaultLeaderElectionId);
@@ -54,6 +58,8 @@ struct Options {
 
   int verbosity = 0;
   std::string log_format = "text";  // "text" or "json"
+  ZapFlags zap;                     // the Go provider's --zap-* flags
+  LogSettings log;                  // what the flags above resolve to
 
   // Set when the user asked for --help / --version: print and exit 0.
   bool show_help = false;

@@ -2,6 +2,8 @@
 
 #include "api/crd.h"
 
+#include <algorithm>
+
 namespace caphv::api {
 namespace {
 
@@ -76,10 +78,57 @@ Json RawSchema(Kind kind) {
   return {};
 }
 
+// Removes the OptionalInTemplates() markers; in a template schema also drops
+// those fields from `required` and relaxes every facet an unset value (empty
+// string or list, zero) would fail: ClusterClass patches fill such values, as
+// the Go provider's own ClusterClass expects (`networks: []`, `volumes: []`,
+// `sshKeyPair: ''`). Values that are set keep their pattern and enum.
+void Finish(Json& s, bool relax) {
+  if (!s.is_object()) return;
+  if (s.contains("properties")) {
+    for (auto& [name, sub] : s["properties"].items()) {
+      if (sub.is_object() && sub.contains(kOptionalInTemplatesMarker)) {
+        sub.erase(std::string(kOptionalInTemplatesMarker));
+        if (relax && s.contains("required")) {
+          auto& req = s["required"];
+          req.erase(std::remove(req.begin(), req.end(), Json(name)), req.end());
+        }
+      }
+      Finish(sub, relax);
+    }
+  }
+  if (s.contains("items")) Finish(s["items"], relax);
+  if (s.contains("additionalProperties")) Finish(s["additionalProperties"], relax);
+  if (!relax) return;
+  s.erase("minItems");
+  s.erase("minLength");
+  if (s.contains("minimum") && s["minimum"].get<int64_t>() > 0) s["minimum"] = 0;
+  if (s.contains("enum") &&
+      std::find(s["enum"].begin(), s["enum"].end(), Json("")) == s["enum"].end()) {
+    s["enum"].insert(s["enum"].begin(), "");
+  }
+  if (s.contains("pattern")) s["pattern"] = "^$|" + s["pattern"].get<std::string>();
+}
+
+bool IsTemplate(Kind kind) {
+  return kind == Kind::kHarvesterClusterTemplate || kind == Kind::kHarvesterMachineTemplate;
+}
+
 }  // namespace
 
 Json BuildSchema(Kind kind) {
   Json s = RawSchema(kind);
+  if (IsTemplate(kind)) {
+    // Only the stamped spec is relaxed; like the Go provider's template CRDs,
+    // an object may even come without spec.
+    Json& inner = s["properties"]["spec"]["properties"]["template"]["properties"]["spec"];
+    Finish(inner, /*relax=*/true);
+    Finish(s, /*relax=*/false);
+    s.erase("required");
+    s["properties"]["spec"].erase("required");
+  } else {
+    Finish(s, /*relax=*/false);
+  }
   s["description"] = KindDescription(kind);
   auto& p = s["properties"];
   p["apiVersion"]["description"] =

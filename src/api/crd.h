@@ -10,6 +10,12 @@
 // computes (plural + "." + group), category cluster-api, the status
 // subresource for the non-template kinds, and printer columns.
 //
+// The template kinds' stamped spec (spec.template.spec) is the concrete
+// kind's schema relaxed for ClusterClass: no minLength / minItems, minimum at
+// most 0, "" allowed by enums and patterns, OptionalInTemplates() fields not
+// required; and neither spec nor spec.template is required (as in the Go
+// provider's template CRDs). Values that are set keep their checks.
+//
 // Thread safety: stateless; safe to call concurrently.
 
 #pragma once

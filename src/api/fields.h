@@ -101,6 +101,12 @@ class Field {
     int_or_string_quantity_ = true;
     return *this;
   }
+  // Required in the concrete kinds only: the template kinds' schemas leave it
+  // out of `required` (a ClusterClass patch may fill it). See BuildCrd.
+  Field& OptionalInTemplates() {
+    optional_in_templates_ = true;
+    return *this;
+  }
   // x-kubernetes-list-type (atomic, set, map) and, for map, its keys.
   Field& ListType(std::string_view t) {
     list_type_ = t;
@@ -124,6 +130,7 @@ class Field {
   std::optional<int64_t> min_items() const { return min_items_; }
   std::string_view default_json() const { return default_; }
   bool int_or_string_quantity() const { return int_or_string_quantity_; }
+  bool optional_in_templates() const { return optional_in_templates_; }
   std::string_view list_type() const { return list_type_; }
   std::initializer_list<std::string_view> list_map_keys() const { return list_map_keys_; }
 
@@ -137,6 +144,7 @@ class Field {
   std::optional<int64_t> minimum_, maximum_, min_length_, max_length_, min_items_;
   std::string_view default_;
   bool int_or_string_quantity_ = false;
+  bool optional_in_templates_ = false;
   std::string_view list_type_;
   std::initializer_list<std::string_view> list_map_keys_;
 };
@@ -145,6 +153,9 @@ class Field {
 // OpenAPI for resource.Quantity).
 inline constexpr std::string_view kQuantityPattern =
     R"(^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$)";
+
+// Schema key SchemaVisitor sets on OptionalInTemplates() fields.
+inline constexpr std::string_view kOptionalInTemplatesMarker = "x-caphv-optional-in-templates";
 
 template <typename T>
 concept Described = T::kDescribed;
@@ -388,6 +399,8 @@ class SchemaVisitor {
       for (auto k : f.list_map_keys()) keys.push_back(std::string(k));
       s["x-kubernetes-list-map-keys"] = keys;
     }
+    // A marker for BuildCrd, removed from every generated CRD.
+    if (f.optional_in_templates()) s[std::string(kOptionalInTemplatesMarker)] = true;
     schema_["properties"][std::string(f.name())] = std::move(s);
     if (f.required()) schema_["required"].push_back(std::string(f.name()));
   }

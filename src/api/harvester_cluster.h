@@ -171,6 +171,17 @@ struct HarvesterClusterSpec {
   bool operator==(const HarvesterClusterSpec&) const = default;
 };
 
+// True when spec.controlPlaneEndpoint was set by the user (or by CAPHV from
+// the load balancer): a host that is neither empty nor an unspecified address
+// (0.0.0.0, ::). ClusterClass templates carry {host: 0.0.0.0, port: 6443} as
+// a placeholder, which means "not set": CAPHV makes the load balancer and
+// writes its address over it.
+inline bool ControlPlaneEndpointSet(const HarvesterClusterSpec& spec) {
+  if (!spec.control_plane_endpoint) return false;
+  const std::string& host = spec.control_plane_endpoint->host;
+  return !host.empty() && host != "0.0.0.0" && host != "::";
+}
+
 struct HarvesterClusterStatus {
   std::optional<bool> ready;
   std::optional<Initialization> initialization;

@@ -4,9 +4,10 @@
 // (infrastructure.cluster.x-k8s.io/v1alpha1): the Cluster API InfraMachine of
 // CAPHV, one Harvester VM each. JSON names are those of the Go provider
 // v0.2.x; the field tables also generate the CRD schemas (api/fields.h).
-// Mended on purpose: `volumes[].volumeSize` is required (the Go provider
-// declared it optional and crashed without it), `volumeType` carries its enum,
-// and `networkConfig` may carry its own `subnetMask`.
+// Mended on purpose: `volumes[].volumeSize` is required in HarvesterMachines
+// (the Go provider declared it optional and crashed without it), `volumeType`
+// carries its enum, and `networkConfig` may carry its own `subnetMask`. The
+// template schema leaves unset values to ClusterClass patches (api/crd.h).
 //
 // Thread safety: plain values.
 
@@ -48,6 +49,7 @@ struct Volume {
       Field("storageClass").Doc("Storage class of a blank disk, for storageClass volumes."));
     v(self.volume_size, Field("volumeSize")
                             .Required()
+                            .OptionalInTemplates()
                             .IntOrStringQuantity()
                             .Doc("Size of the disk as a Kubernetes quantity, e.g. 40Gi."));
     v(self.boot_order,

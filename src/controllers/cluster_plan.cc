@@ -174,7 +174,7 @@ class Planner {
 
   bool LoadBalancer(harvester::Endpoint& endpoint) {
     const auto& user = obs_.hc.spec.control_plane_endpoint;
-    const bool endpoint_set = user && !user->host.empty();
+    const bool endpoint_set = api::ControlPlaneEndpointSet(obs_.hc.spec);
     const std::string name =
         harvester::LoadBalancerName(obs_.hc.metadata.namespace_, obs_.hc.metadata.name);
     const std::string where = ns_ + "/" + name;

@@ -137,8 +137,7 @@ bool EverConnected(const api::HarvesterCluster& hc) {
   // removed.
   return api::IsConditionTrue(conditions, kHarvesterConnectionReady) ||
          api::FindCondition(conditions, kTargetNamespaceReady) != nullptr ||
-         hc.status.ready.value_or(false) ||
-         (hc.spec.control_plane_endpoint && !hc.spec.control_plane_endpoint->host.empty());
+         hc.status.ready.value_or(false) || api::ControlPlaneEndpointSet(hc.spec);
 }
 
 std::vector<std::string> SpecPoolNames(const api::HarvesterCluster& hc) {

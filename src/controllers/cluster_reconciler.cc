@@ -46,7 +46,7 @@ kube::Result HarvesterClusterReconciler::Reconcile(const kube::Request& req) {
   r.log = kube::log::Root().WithName("harvestercluster").WithValues({{"HarvesterCluster", key}});
   ClusterObservation o = Observe(r, std::move(decoded).value());
   if (!o.cluster_name.empty()) {
-    r.metrics_label = req.ns + "/" + o.cluster_name;
+    r.metrics_label = key;  // caphv_cluster_ready{cluster}: the HarvesterCluster, as in Go
     r.log = r.log.WithValues({{"Cluster", o.cluster_name}});
     std::lock_guard lock(mu_);
     label_of_[key] = r.metrics_label;

@@ -47,12 +47,8 @@ Status HarvesterMachineReconciler::Execute(Run& r, const MachineAction& a, Machi
     case ActionKind::kRemoveFinalizer: {
       if (auto p = RemoveFinalizerPatch(*r.object, kMachineFinalizer, kLegacyMachineFinalizer)) {
         Status st = MergePatch(*ctx_.mgmt, HmGvr(), *r.object, *p);
-        if (!st.ok() && !st.IsNotFound()) {
-          metrics::MachineDeleteErrorsTotal().Increment();
-          return st;
-        }
+        if (!st.ok() && !st.IsNotFound()) return st;
       }
-      metrics::MachineDeleteTotal().Increment();
       if (!o.cluster_name.empty()) {
         metrics::DeleteMachineStatus(r.req.ns + "/" + o.cluster_name, r.req.Key());
       }
@@ -116,6 +112,8 @@ Status HarvesterMachineReconciler::Execute(Run& r, const MachineAction& a, Machi
       return Status::Ok();
     }
     case ActionKind::kDeleteVm: {
+      // caphv_machine_delete_total counts deletion requests, _errors_total the failed ones.
+      metrics::MachineDeleteTotal().Increment();
       Status st = r.conn->client().Delete(harvester::kVirtualMachines, ns, name);
       if (st.IsNotFound()) {
         o.vm.reset();
@@ -220,12 +218,13 @@ Status HarvesterMachineReconciler::WritePool(Run& r, const MachineAction& a,
   const bool reserve = a.kind == ActionKind::kReserveAddress;
   auto written =
       r.conn->client().Patch(harvester::kIPPools, "", a.name, kube::PatchType::kMerge, a.body);
+  // caphv_ippool_allocations_total counts attempts that succeeded or failed;
+  // a 409 (the pool changed since the cache saw it) is neither: the watch
+  // event brings the new version and the retry decides again.
+  const bool conflict = !written.ok() && written.status().IsConflict();
+  if (reserve && !conflict) metrics::IPPoolAllocationsTotal().Increment();
   if (!written.ok()) {
-    // 409: the pool changed since the cache saw it; the watch event brings
-    // the new version and the retry decides again.
-    if (reserve && !written.status().IsConflict()) {
-      metrics::IPPoolAllocationErrorsTotal().Increment();
-    }
+    if (reserve && !conflict) metrics::IPPoolAllocationErrorsTotal().Increment();
     return written.status();
   }
   auto parsed = harvester::ParseIpPool(*written);
@@ -234,7 +233,6 @@ Status HarvesterMachineReconciler::WritePool(Run& r, const MachineAction& a,
     if (c.pool && c.pool->name == a.name) c.pool = *parsed;
   }
   if (reserve) {
-    metrics::IPPoolAllocationsTotal().Increment();
     Emit(r, {false, "VMIPAllocated", "allocated " + a.value + " from IPPool " + a.name});
   } else {
     metrics::IPPoolReleasesTotal().Increment();
@@ -250,6 +248,8 @@ Status HarvesterMachineReconciler::CreateOrAdopt(Run& r, const MachineAction& a,
       vm ? harvester::kVirtualMachines : kube::resources::kSecrets;
   const std::string ns = kube::NamespaceOf(a.body);
   const harvester::ClusterIdentity identity = MachineIdentity(o);
+  // caphv_machine_create_total counts attempts, _errors_total the failed ones.
+  if (vm) metrics::MachineCreateTotal().Increment();
   kube::StatusOr<kube::Object> written = (vm || a.create) ? r.conn->client().Create(gvr, ns, a.body)
                                                           : r.conn->client().Apply(gvr, ns, a.body);
   if (!written.ok() && written.status().IsAlreadyExists()) {
@@ -262,7 +262,6 @@ Status HarvesterMachineReconciler::CreateOrAdopt(Run& r, const MachineAction& a,
     if (vm) metrics::MachineCreateErrorsTotal().Increment();
     return written.status();
   } else if (vm) {
-    metrics::MachineCreateTotal().Increment();
     Emit(r, {false, "VMCreated", "created VirtualMachine " + ns + "/" + kube::NameOf(a.body)});
   }
   if (vm) {

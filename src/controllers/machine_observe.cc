@@ -19,6 +19,7 @@ namespace caphv::controllers {
 VmView ViewOfVm(const kube::Object& vm, const harvester::ClusterIdentity& identity) {
   VmView v;
   v.uid = kube::UidOf(vm);
+  v.created = vm.value("metadata", kube::Object::object()).value("creationTimestamp", "");
   v.ours = harvester::OwnedBy(LabelsOf(vm), identity);
   v.deleting = IsDeleting(vm);
   const kube::Object annotations =

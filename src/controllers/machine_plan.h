@@ -74,9 +74,10 @@ inline constexpr std::string_view kAnnotationContentHash =
 
 struct VmView {
   std::string uid;
-  bool ours = false;              // carries this cluster's id label
-  bool adopted = false;           // kAnnotationAdopted
-  bool running = false;           // its status says a VMI runs (status.ready)
+  std::string created;   // metadata.creationTimestamp (caphv_machine_creation_duration_seconds)
+  bool ours = false;     // carries this cluster's id label
+  bool adopted = false;  // kAnnotationAdopted
+  bool running = false;  // its status says a VMI runs (status.ready)
   std::string cloud_init_secret;  // the Secret its cloud-init volume names
   bool deleting = false;
   bool pvcs_marked_for_removal = false;  // or it lists no PVC

@@ -133,7 +133,12 @@ kube::Result HarvesterMachineReconciler::Report(Run& r, const MachineObservation
   }
   for (const auto& e : plan.events) Emit(r, e);
   if (r.conn) {
-    if (plan.wait_for_pool) r.conn->WaitForPool(r.req);
+    if (plan.wait_for_pool) {
+      // Every pool exhausted: a failed allocation attempt, as the Go provider counts it.
+      metrics::IPPoolAllocationsTotal().Increment();
+      metrics::IPPoolAllocationErrorsTotal().Increment();
+      r.conn->WaitForPool(r.req);
+    }
     for (const auto& pvc : plan.wait_for_pvcs) {
       r.conn->WaitForDeletion(o.hc->spec.target_namespace + "/" + pvc, r.req);
     }
@@ -152,9 +157,10 @@ kube::Result HarvesterMachineReconciler::Report(Run& r, const MachineObservation
       ctx_.harvester_machines->RecordWrite(*written);  // read-your-writes
       if (became_ready) {
         metrics::MachineCreationDuration().Observe(
-            std::chrono::duration<double>(std::chrono::system_clock::now() -
-                                          api::ParseTime(o.hm.metadata.creation_timestamp)
-                                              .value_or(std::chrono::system_clock::now()))
+            std::chrono::duration<double>(
+                std::chrono::system_clock::now() -
+                api::ParseTime(o.vm ? o.vm->created : o.hm.metadata.creation_timestamp)
+                    .value_or(std::chrono::system_clock::now()))
                 .count());
         Emit(r,
              {false, "VMReady", "VM runs with address " + plan.status.addresses.front().address});

@@ -25,6 +25,12 @@ Histogram::BucketBoundaries Exponential(double start, int count) {
   return b;
 }
 
+// HELP texts of the labelled gauges, also announced while they have no series.
+constexpr const char* kMachineStatusHelp =
+    "Current status of HarvesterMachine (1=ready, 0=not ready).";
+constexpr const char* kClusterReadyHelp =
+    "Whether HarvesterCluster is ready (1=ready, 0=not ready).";
+
 // The Prometheus client default buckets (Go's prometheus.DefBuckets).
 const Histogram::BucketBoundaries kDefaultBuckets = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
                                                      0.5,   1,    2.5,   5,    10};
@@ -38,50 +44,60 @@ Counter& NewCounter(const char* name, const char* help) {
 }
 
 struct Families {
-  Counter& machine_create = NewCounter("caphv_machine_create_total", "Total VM creation attempts");
+  Counter& machine_create = NewCounter("caphv_machine_create_total",
+                                       "Total number of HarvesterMachine VM creation attempts.");
   Counter& machine_create_errors =
-      NewCounter("caphv_machine_create_errors_total", "Failed VM creation attempts");
-  Histogram& machine_creation_duration = prometheus::BuildHistogram()
-                                             .Name("caphv_machine_creation_duration_seconds")
-                                             .Help("VM creation duration in seconds")
-                                             .Register(kube::metrics::Registry())
-                                             .Add({}, MachineCreationBuckets());
-  Counter& machine_delete = NewCounter("caphv_machine_delete_total", "Total VM deletion attempts");
+      NewCounter("caphv_machine_create_errors_total",
+                 "Total number of failed HarvesterMachine VM creation attempts.");
+  Histogram& machine_creation_duration =
+      prometheus::BuildHistogram()
+          .Name("caphv_machine_creation_duration_seconds")
+          .Help("Duration of HarvesterMachine VM creation in seconds.")
+          .Register(kube::metrics::Registry())
+          .Add({}, MachineCreationBuckets());
+  Counter& machine_delete = NewCounter("caphv_machine_delete_total",
+                                       "Total number of HarvesterMachine VM deletion attempts.");
   Counter& machine_delete_errors =
-      NewCounter("caphv_machine_delete_errors_total", "Failed VM deletion attempts");
+      NewCounter("caphv_machine_delete_errors_total",
+                 "Total number of failed HarvesterMachine VM deletion attempts.");
   Family<Gauge>& machine_status = prometheus::BuildGauge()
                                       .Name("caphv_machine_status")
-                                      .Help("Current machine status (1=ready, 0=not ready)")
+                                      .Help(kMachineStatusHelp)
                                       .Register(kube::metrics::Registry());
   Family<Histogram>& machine_reconcile =
       prometheus::BuildHistogram()
           .Name("caphv_machine_reconcile_duration_seconds")
-          .Help("Machine reconciliation duration in seconds (operation: normal or delete)")
+          .Help("Duration of HarvesterMachine reconciliation in seconds.")
           .Register(kube::metrics::Registry());
-  Counter& ippool_allocations =
-      NewCounter("caphv_ippool_allocations_total", "Total IP allocation attempts");
+  Counter& ippool_allocations = NewCounter("caphv_ippool_allocations_total",
+                                           "Total number of VM IP pool allocation attempts.");
   Counter& ippool_allocation_errors =
-      NewCounter("caphv_ippool_allocation_errors_total", "Failed IP allocation attempts");
-  Counter& ippool_releases = NewCounter("caphv_ippool_releases_total", "Total IP releases");
+      NewCounter("caphv_ippool_allocation_errors_total",
+                 "Total number of failed VM IP pool allocation attempts.");
+  Counter& ippool_releases =
+      NewCounter("caphv_ippool_releases_total", "Total number of VM IP pool releases.");
   Family<Histogram>& cluster_reconcile =
       prometheus::BuildHistogram()
           .Name("caphv_cluster_reconcile_duration_seconds")
-          .Help("Cluster reconciliation duration in seconds (operation: normal or delete)")
+          .Help("Duration of HarvesterCluster reconciliation in seconds.")
           .Register(kube::metrics::Registry());
   Family<Gauge>& cluster_ready = prometheus::BuildGauge()
                                      .Name("caphv_cluster_ready")
-                                     .Help("Cluster ready status (1=ready, 0=not ready)")
+                                     .Help(kClusterReadyHelp)
                                      .Register(kube::metrics::Registry());
   Counter& etcd_member_remove =
-      NewCounter("caphv_etcd_member_remove_total", "Total etcd member removal attempts");
+      NewCounter("caphv_etcd_member_remove_total", "Total number of etcd member removal attempts.");
   Counter& etcd_member_remove_errors =
-      NewCounter("caphv_etcd_member_remove_errors_total", "Failed etcd member removals");
-  Counter& node_init = NewCounter("caphv_node_init_total", "Total node initialization attempts");
+      NewCounter("caphv_etcd_member_remove_errors_total",
+                 "Total number of failed etcd member removal attempts.");
+  Counter& node_init =
+      NewCounter("caphv_node_init_total", "Total number of workload node initialization attempts.");
   Counter& node_init_errors =
-      NewCounter("caphv_node_init_errors_total", "Failed node initializations");
+      NewCounter("caphv_node_init_errors_total",
+                 "Total number of failed workload node initialization attempts.");
   Histogram& node_init_duration = prometheus::BuildHistogram()
                                       .Name("caphv_node_init_duration_seconds")
-                                      .Help("Node initialization duration in seconds")
+                                      .Help("Duration of workload node initialization in seconds.")
                                       .Register(kube::metrics::Registry())
                                       .Add({}, NodeInitBuckets());
 
@@ -195,8 +211,7 @@ std::vector<prometheus::MetricFamily> DeclaredButEmpty() {
     if (!family->Collect().empty()) continue;
     prometheus::MetricFamily f;
     f.name = family->GetName();
-    f.help = family == &F().machine_status ? "Current machine status (1=ready, 0=not ready)"
-                                           : "Cluster ready status (1=ready, 0=not ready)";
+    f.help = family == &F().machine_status ? kMachineStatusHelp : kClusterReadyHelp;
     f.type = prometheus::MetricType::Gauge;
     out.push_back(std::move(f));
   }

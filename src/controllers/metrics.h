@@ -16,8 +16,17 @@
 //   caphv_node_init_total, caphv_node_init_errors_total               counter
 //   caphv_node_init_duration_seconds           histogram 0.5, 1, 2 ... 64 s
 //
-// `operation` is "normal" or "delete"; `machine` and `cluster` are
-// "namespace/name" references.
+// `operation` is "normal" or "delete". Label values as the Go provider's:
+// caphv_machine_status{cluster="<ns>/<Cluster>", machine="<ns>/<HarvesterMachine>"},
+// caphv_cluster_ready{cluster="<ns>/<HarvesterCluster>"}. HELP texts are the
+// Go provider's too. What counts (set by the reconcilers): create_total every
+// VM create request and create_errors_total the failed ones; delete_total every
+// VM delete request, delete_errors_total the failed ones; allocations_total
+// every address reservation and every allocation that found all pools
+// exhausted, allocation_errors_total the failed ones (exhaustion included, a
+// write conflict that is retried excluded); releases_total each address
+// released; creation_duration from the VM's creation to the machine's first
+// ready, once per machine.
 //
 // A labelled family has no samples until its first child exists, and
 // prometheus-cpp then leaves it out of the exposition. DeclaredButEmpty()

@@ -21,6 +21,7 @@ struct Sink {
   std::mutex mu;
   std::atomic<int> verbosity{0};
   std::atomic<Format> format{Format::kText};
+  std::atomic<TimeEncoding> time{TimeEncoding::kRfc3339};
   std::ostream* out = nullptr;  // guarded by mu; nullptr = std::cerr
 };
 
@@ -107,11 +108,12 @@ void AppendTextKey(std::string& out, std::string_view key) {
 
 }  // namespace
 
-void Configure(int verbosity, Format format, std::ostream* out) {
+void Configure(int verbosity, Format format, std::ostream* out, TimeEncoding time) {
   Sink& sink = GlobalSink();
   std::lock_guard lock(sink.mu);
   sink.verbosity.store(verbosity, std::memory_order_relaxed);
   sink.format.store(format, std::memory_order_relaxed);
+  sink.time.store(time, std::memory_order_relaxed);
   sink.out = out;
 }
 
@@ -184,9 +186,22 @@ void Logger::Emit(char severity, const std::optional<std::string>& err, std::str
   for (const auto& f : kv) r.fields.push_back(&f);
 
   Sink& sink = GlobalSink();
-  std::string line = sink.format.load(std::memory_order_relaxed) == Format::kJson
-                         ? internal::EncodeJson(r)
-                         : internal::EncodeText(r);
+  const TimeEncoding time = sink.time.load(std::memory_order_relaxed);
+  std::string line;
+  switch (sink.format.load(std::memory_order_relaxed)) {
+    case Format::kText:
+      line = internal::EncodeText(r);
+      break;
+    case Format::kJson:
+      line = internal::EncodeJson(r);
+      break;
+    case Format::kZapConsole:
+      line = internal::EncodeZapConsole(r, time);
+      break;
+    case Format::kZapJson:
+      line = internal::EncodeZapJson(r, time);
+      break;
+  }
   std::lock_guard lock(sink.mu);
   std::ostream& out = sink.out ? *sink.out : std::cerr;
   out.write(line.data(), static_cast<std::streamsize>(line.size()));

@@ -1,9 +1,14 @@
 // File: kube/log.h
 //
-// A logr-style structured logger with two encoders: klog text
+// A logr-style structured logger with four encoders: klog text
 //   I1122 16:04:05.067890    1234 reconciler.cc:42] "Reconciling" logger="machine" cluster="ns/c"
-// and component-base JSON, one object per line:
+// component-base JSON, one object per line:
 //   {"ts":1700000000000.123,"caller":"reconciler.cc:42","msg":"Reconciling","v":0,...}
+// and the two of controller-runtime's zap logger (what the Go provider prints),
+// console (development) and JSON (production):
+//   2026-11-22T16:04:05Z	DEBUG	machine	Reconciling	{"cluster": "ns/c"}
+//   {"level":"debug","ts":"2026-11-22T16:04:05Z","logger":"machine","msg":"Reconciling",...}
+// whose time is printed in one of zap's time encodings (--zap-time-encoding).
 //
 // Usage:
 //   auto logger = log::Root().WithName("machine").WithValues({{"cluster", log::KRef(ns, n)}});
@@ -35,7 +40,13 @@
 
 namespace caphv::kube::log {
 
-enum class Format { kText, kJson };
+enum class Format { kText, kJson, kZapConsole, kZapJson };
+
+// zap's time encoders, for the two zap formats: epoch (float seconds), millis
+// (float milliseconds), nanos (integer), iso8601 (2006-01-02T15:04:05.000Z0700),
+// rfc3339 (2006-01-02T15:04:05Z07:00), rfc3339nano (nanoseconds, trailing zeros
+// trimmed). Local time, like Go's time.Now().
+enum class TimeEncoding { kEpoch, kMillis, kNanos, kIso8601, kRfc3339, kRfc3339Nano };
 
 // One key/value pair. Strings, numbers, booleans, null, arrays and objects
 // are all accepted through nlohmann::json's converting constructors.
@@ -44,9 +55,11 @@ struct Field {
   nlohmann::json value;
 };
 
-// Sets the process-wide verbosity, encoder and sink (nullptr = std::cerr).
-// The sink must outlive all logging.
-void Configure(int verbosity, Format format, std::ostream* out = nullptr);
+// Sets the process-wide verbosity, encoder, sink (nullptr = std::cerr) and,
+// for the zap formats, time encoding. A negative verbosity prints Error
+// records only (zap's "error" level). The sink must outlive all logging.
+void Configure(int verbosity, Format format, std::ostream* out = nullptr,
+               TimeEncoding time = TimeEncoding::kRfc3339);
 
 // The configured verbosity (0 by default).
 int Verbosity();
@@ -115,6 +128,14 @@ struct Record {
 // One line, terminated by '\n'.
 std::string EncodeText(const Record& r);
 std::string EncodeJson(const Record& r);
+// zap's encoders (log_zap.cc): no caller, the error under "error", level
+// names as zap prints them (info, debug, then Level(-N) for V(N >= 2)).
+std::string EncodeZapConsole(const Record& r, TimeEncoding time);
+std::string EncodeZapJson(const Record& r, TimeEncoding time);
+// The time as zap's encoder writes it (a JSON number or an unquoted string).
+std::string ZapTime(std::chrono::system_clock::time_point t, TimeEncoding time);
+// True when ZapTime's output is a number (epoch, millis, nanos).
+bool ZapTimeIsNumber(TimeEncoding time);
 
 // Go-style double-quoted string with \n, \t, \", \\ and \u escapes.
 std::string QuoteText(std::string_view s);

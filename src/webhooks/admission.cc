@@ -134,8 +134,7 @@ api::Json ReviewUnsafe(const api::Json& review, std::string_view kind) {
     }
     old_object = &*old_it;
   }
-  bool dry_run = req.value("dryRun", false);
-  FieldErrors errors = ValidateAdmission(kind, *obj_it, old_object, dry_run);
+  FieldErrors errors = ValidateAdmission(kind, *obj_it, old_object);
   if (errors.empty()) {
     api::Json out = Allowed(uid);
     out["apiVersion"] = api_version;

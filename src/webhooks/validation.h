@@ -3,11 +3,17 @@
 // Validation rules of the CAPHV kinds: pure functions from typed objects to a
 // list of field errors, shared by the admission webhook, the controllers and
 // the CLI. They implement the webhook tables of the Go provider v0.2.x plus
-// what it missed: volumeSize required and a valid quantity, exactly one boot
-// disk (an image volume first in boot order), valid IPs and contiguous masks,
-// consistent IP pool references, the template kinds, immutable template specs
-// (semantically equal updates pass, as Cluster API's topology dry-runs need),
-// and no update that would orphan Harvester resources.
+// what it accepts but cannot provision (volumeSize required and a valid
+// quantity, one boot disk that is an image, valid IPs and contiguous masks,
+// valid object names) and no update that would orphan Harvester resources;
+// docs/differences.md lists each.
+//
+// Templates (HarvesterClusterTemplate, HarvesterMachineTemplate) get the same
+// rules on the values they set, and none on values they leave unset (empty
+// strings and lists, zero numbers, missing blocks): ClusterClass patches fill
+// those, as the Go provider's own ClusterClass does (`networks: []`,
+// `volumes: []`, `sshKeyPair: ''`). Template specs may change (the Go
+// provider does not freeze them either).
 //
 // FieldError renders like Kubernetes' field.Error:
 //   spec.volumes[1].volumeSize: Required value: ...
@@ -70,24 +76,18 @@ FieldErrors ValidateHarvesterMachineUpdate(const api::HarvesterMachine& old_obj,
 
 // --- templates ---------------------------------------------------------------
 
-struct TemplateUpdateOptions {
-  // Set for Cluster API topology dry-run requests (see
-  // ShouldSkipImmutabilityChecks): the immutability check is skipped.
-  bool skip_immutability = false;
-};
-
 FieldErrors ValidateHarvesterClusterTemplate(const api::HarvesterClusterTemplate& obj);
 FieldErrors ValidateHarvesterClusterTemplateUpdate(const api::HarvesterClusterTemplate& old_obj,
-                                                   const api::HarvesterClusterTemplate& new_obj,
-                                                   TemplateUpdateOptions options = {});
+                                                   const api::HarvesterClusterTemplate& new_obj);
 FieldErrors ValidateHarvesterMachineTemplate(const api::HarvesterMachineTemplate& obj);
 FieldErrors ValidateHarvesterMachineTemplateUpdate(const api::HarvesterMachineTemplate& old_obj,
-                                                   const api::HarvesterMachineTemplate& new_obj,
-                                                   TemplateUpdateOptions options = {});
+                                                   const api::HarvesterMachineTemplate& new_obj);
 
-// True for a dry-run request on an object annotated
-// `topology.cluster.x-k8s.io/dry-run` (Cluster API's topology controller).
-bool ShouldSkipImmutabilityChecks(bool dry_run, const api::ObjectMeta& meta);
+// True for an error about a value that is not set yet (Required, or a bad
+// value that is "" or 0), which templates leave to ClusterClass patches.
+bool IsUnsetValueError(const FieldError& e);
+// `errors` without those.
+FieldErrors WithoutUnsetValues(FieldErrors errors);
 
 // --- building blocks (also used by the CLI and controllers) -------------------
 
@@ -112,6 +112,6 @@ bool MachineHasVM(const api::HarvesterMachine& m);
 // and runs the matching rules. Decode problems come back as Invalid errors at
 // the offending path. Unknown kinds yield a Forbidden error at "kind".
 FieldErrors ValidateAdmission(std::string_view kind, const api::Json& object,
-                              const api::Json* old_object, bool dry_run);
+                              const api::Json* old_object);
 
 }  // namespace caphv::webhooks

@@ -1,14 +1,12 @@
 // File: webhooks/validation_admission.cc
 //
-// Semantic equality, the topology dry-run escape hatch and dispatch by kind.
+// Semantic equality, the template relaxation and dispatch by kind.
 
 #include "api/quantity.h"
 #include "webhooks/validation.h"
 
 namespace caphv::webhooks {
 namespace {
-
-constexpr std::string_view kTopologyDryRunAnnotation = "topology.cluster.x-k8s.io/dry-run";
 
 // Replaces a quantity string by a value-canonical form so that "4Gi" and
 // "4096Mi" compare equal.
@@ -79,12 +77,20 @@ bool SemanticallyEqual(const api::HarvesterMachineSpec& a, const api::HarvesterM
   return Canonical(a) == Canonical(b);
 }
 
-bool ShouldSkipImmutabilityChecks(bool dry_run, const api::ObjectMeta& meta) {
-  return dry_run && meta.annotations.count(std::string(kTopologyDryRunAnnotation)) > 0;
+bool IsUnsetValueError(const FieldError& e) {
+  if (e.type == ErrorType::kRequired) return true;
+  const api::Json& v = e.bad_value;
+  return (v.is_string() && v.get_ref<const std::string&>().empty()) ||
+         (v.is_number_integer() && v.get<int64_t>() == 0);
+}
+
+FieldErrors WithoutUnsetValues(FieldErrors errors) {
+  std::erase_if(errors, IsUnsetValueError);
+  return errors;
 }
 
 FieldErrors ValidateAdmission(std::string_view kind, const api::Json& object,
-                              const api::Json* old_object, bool dry_run) {
+                              const api::Json* old_object) {
   if (kind == "HarvesterCluster") {
     return Run<api::HarvesterCluster>(object, old_object, ValidateHarvesterCluster,
                                       ValidateHarvesterClusterUpdate);
@@ -94,20 +100,12 @@ FieldErrors ValidateAdmission(std::string_view kind, const api::Json& object,
                                       ValidateHarvesterMachineUpdate);
   }
   if (kind == "HarvesterClusterTemplate") {
-    return Run<api::HarvesterClusterTemplate>(
-        object, old_object, ValidateHarvesterClusterTemplate,
-        [dry_run](const api::HarvesterClusterTemplate& o, const api::HarvesterClusterTemplate& n) {
-          return ValidateHarvesterClusterTemplateUpdate(
-              o, n, {.skip_immutability = ShouldSkipImmutabilityChecks(dry_run, n.metadata)});
-        });
+    return Run<api::HarvesterClusterTemplate>(object, old_object, ValidateHarvesterClusterTemplate,
+                                              ValidateHarvesterClusterTemplateUpdate);
   }
   if (kind == "HarvesterMachineTemplate") {
-    return Run<api::HarvesterMachineTemplate>(
-        object, old_object, ValidateHarvesterMachineTemplate,
-        [dry_run](const api::HarvesterMachineTemplate& o, const api::HarvesterMachineTemplate& n) {
-          return ValidateHarvesterMachineTemplateUpdate(
-              o, n, {.skip_immutability = ShouldSkipImmutabilityChecks(dry_run, n.metadata)});
-        });
+    return Run<api::HarvesterMachineTemplate>(object, old_object, ValidateHarvesterMachineTemplate,
+                                              ValidateHarvesterMachineTemplateUpdate);
   }
   return {NotSupported("kind", std::string(kind),
                        {"HarvesterCluster", "HarvesterMachine", "HarvesterClusterTemplate",

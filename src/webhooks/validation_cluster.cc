@@ -84,13 +84,10 @@ void ValidateLoadBalancer(const api::LoadBalancerConfig& lb, const std::string& 
     errs.push_back(
         NotSupported(path + ".ipamType", lb.ipam_type, {api::kIpamDhcp, api::kIpamPool}));
   }
+  // ipPoolRef next to ipPool is what the Go provider writes once it created
+  // the inline pool, so both may be set.
   if (!lb.ip_pool_ref.empty()) ValidatePoolRef(lb.ip_pool_ref, path + ".ipPoolRef", errs);
-  if (lb.ip_pool) {
-    if (!lb.ip_pool_ref.empty()) {
-      errs.push_back(Forbidden(path + ".ipPool", "may not be set together with ipPoolRef"));
-    }
-    ValidateIPPool(*lb.ip_pool, path + ".ipPool", errs);
-  }
+  if (lb.ip_pool) ValidateIPPool(*lb.ip_pool, path + ".ipPool", errs);
   std::set<std::string> names;
   std::set<std::pair<int, std::string>> ports;
   for (size_t i = 0; i < lb.listeners.size(); ++i) {
@@ -136,22 +133,14 @@ void ValidateVMNetwork(const api::VMNetworkConfig& vm, const std::string& path, 
   if (vm.ip_pool_ref.empty() && vm.ip_pool_refs.empty() && !vm.ip_pool) {
     errs.push_back(Required(path, "one of ipPoolRef, ipPoolRefs or ipPool is required"));
   }
+  // As in the Go provider: ipPoolRefs wins over ipPoolRef, a repeated pool is
+  // only tried again, and ipPoolRef next to ipPool is what it writes once it
+  // created the inline pool.
   if (!vm.ip_pool_ref.empty()) ValidatePoolRef(vm.ip_pool_ref, path + ".ipPoolRef", errs);
-  std::set<std::string> seen;
   for (size_t i = 0; i < vm.ip_pool_refs.size(); ++i) {
-    std::string rp = path + ".ipPoolRefs[" + std::to_string(i) + "]";
-    ValidatePoolRef(vm.ip_pool_refs[i], rp, errs);
-    if (!seen.insert(vm.ip_pool_refs[i]).second) errs.push_back(Duplicate(rp, vm.ip_pool_refs[i]));
-  }
-  if (!vm.ip_pool_ref.empty() && !vm.ip_pool_refs.empty() && !seen.count(vm.ip_pool_ref)) {
-    errs.push_back(Invalid(path + ".ipPoolRef", vm.ip_pool_ref,
-                           "must be one of ipPoolRefs when both are set"));
+    ValidatePoolRef(vm.ip_pool_refs[i], path + ".ipPoolRefs[" + std::to_string(i) + "]", errs);
   }
   if (vm.ip_pool) {
-    if (!vm.ip_pool_ref.empty() || !vm.ip_pool_refs.empty()) {
-      errs.push_back(
-          Forbidden(path + ".ipPool", "may not be set together with ipPoolRef or ipPoolRefs"));
-    }
     ValidateIPPool(*vm.ip_pool, path + ".ipPool", errs);
     // The VMs' gateway must be reachable inside the pool's subnet.
     auto cidr = ParseIPv4Cidr(vm.ip_pool->subnet);
@@ -240,22 +229,14 @@ FieldErrors ValidateHarvesterClusterUpdate(const api::HarvesterCluster& old_obj,
 }
 
 FieldErrors ValidateHarvesterClusterTemplate(const api::HarvesterClusterTemplate& obj) {
-  return ValidateHarvesterClusterSpec(obj.spec.template_.spec, "spec.template.spec");
+  return WithoutUnsetValues(
+      ValidateHarvesterClusterSpec(obj.spec.template_.spec, "spec.template.spec"));
 }
 
 FieldErrors ValidateHarvesterClusterTemplateUpdate(const api::HarvesterClusterTemplate& old_obj,
-                                                   const api::HarvesterClusterTemplate& new_obj,
-                                                   TemplateUpdateOptions options) {
-  const auto& old_spec = old_obj.spec.template_.spec;
-  const auto& new_spec = new_obj.spec.template_.spec;
-  if (SemanticallyEqual(old_spec, new_spec)) return {};
-  FieldErrors errs = ValidateHarvesterClusterTemplate(new_obj);
-  if (!options.skip_immutability) {
-    errs.push_back(Forbidden("spec.template.spec",
-                             "HarvesterClusterTemplate spec.template.spec is immutable; create a "
-                             "new template and point the ClusterClass at it"));
-  }
-  return errs;
+                                                   const api::HarvesterClusterTemplate& new_obj) {
+  if (SemanticallyEqual(old_obj.spec.template_.spec, new_obj.spec.template_.spec)) return {};
+  return ValidateHarvesterClusterTemplate(new_obj);
 }
 
 }  // namespace caphv::webhooks

@@ -319,22 +319,14 @@ FieldErrors ValidateHarvesterMachineUpdate(const api::HarvesterMachine& old_obj,
 }
 
 FieldErrors ValidateHarvesterMachineTemplate(const api::HarvesterMachineTemplate& obj) {
-  return ValidateHarvesterMachineSpec(obj.spec.template_.spec, "spec.template.spec");
+  return WithoutUnsetValues(
+      ValidateHarvesterMachineSpec(obj.spec.template_.spec, "spec.template.spec"));
 }
 
 FieldErrors ValidateHarvesterMachineTemplateUpdate(const api::HarvesterMachineTemplate& old_obj,
-                                                   const api::HarvesterMachineTemplate& new_obj,
-                                                   TemplateUpdateOptions options) {
-  const auto& old_spec = old_obj.spec.template_.spec;
-  const auto& new_spec = new_obj.spec.template_.spec;
-  if (SemanticallyEqual(old_spec, new_spec)) return {};
-  FieldErrors errs = ValidateHarvesterMachineTemplate(new_obj);
-  if (!options.skip_immutability) {
-    errs.push_back(Forbidden("spec.template.spec",
-                             "HarvesterMachineTemplate spec.template.spec is immutable; create a "
-                             "new template and roll it out"));
-  }
-  return errs;
+                                                   const api::HarvesterMachineTemplate& new_obj) {
+  if (SemanticallyEqual(old_obj.spec.template_.spec, new_obj.spec.template_.spec)) return {};
+  return ValidateHarvesterMachineTemplate(new_obj);
 }
 
 }  // namespace caphv::webhooks

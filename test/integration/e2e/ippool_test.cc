@@ -69,6 +69,8 @@ TEST_F(IPPoolTest, FallsBackAcrossPoolsAndWaitsForAFreeAddress) {
       << ::testing::PrintToString(EventsOf(waiting).size()) << " events";
   EXPECT_FALSE(harvester_->Get(kVirtualMachines, target_ns_, waiting).ok())
       << "a VM was created without an address";
+  // What the operations guide's CAPHVIPPoolAllocationErrors alert watches.
+  EXPECT_GE(Metric("caphv_ippool_allocation_errors_total").value_or(0), 1.0);
   EXPECT_TRUE(HarvesterMachine(waiting)
                   ->value("status", Object::object())
                   .value("allocatedIPAddress", "")
@@ -87,6 +89,7 @@ TEST_F(IPPoolTest, FallsBackAcrossPoolsAndWaitsForAFreeAddress) {
       },
       kWait, kPoll))
       << "waiting machine has \"" << got << "\", expected the freed " << freed << MachinesSummary();
+  EXPECT_GE(Metric("caphv_ippool_releases_total").value_or(0), 1.0);
   const auto machines = WaitForRunningMachines(4);
   auto hm = HarvesterMachine(waiting);
   ASSERT_TRUE(hm.has_value());

@@ -95,6 +95,62 @@ TEST(ControllerMetricsTest, EveryFamilyIsExposedWithItsType) {
   }
 }
 
+// name -> help from "# HELP name text" lines.
+std::map<std::string, std::string> Helps(const std::string& text) {
+  std::map<std::string, std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("# HELP ", 0) != 0) continue;
+    auto space = line.find(' ', 7);
+    out[line.substr(7, space - 7)] = line.substr(space + 1);
+  }
+  return out;
+}
+
+TEST(ControllerMetricsTest, HelpTextsAreTheGoProvidersOnes) {
+  // What a scraper (and a Grafana panel's tooltip) of the Go provider shows.
+  const std::map<std::string, std::string> expected = {
+      {"caphv_machine_create_total", "Total number of HarvesterMachine VM creation attempts."},
+      {"caphv_machine_create_errors_total",
+       "Total number of failed HarvesterMachine VM creation attempts."},
+      {"caphv_machine_creation_duration_seconds",
+       "Duration of HarvesterMachine VM creation in seconds."},
+      {"caphv_machine_delete_total", "Total number of HarvesterMachine VM deletion attempts."},
+      {"caphv_machine_delete_errors_total",
+       "Total number of failed HarvesterMachine VM deletion attempts."},
+      {"caphv_machine_status", "Current status of HarvesterMachine (1=ready, 0=not ready)."},
+      {"caphv_machine_reconcile_duration_seconds",
+       "Duration of HarvesterMachine reconciliation in seconds."},
+      {"caphv_ippool_allocations_total", "Total number of VM IP pool allocation attempts."},
+      {"caphv_ippool_allocation_errors_total",
+       "Total number of failed VM IP pool allocation attempts."},
+      {"caphv_ippool_releases_total", "Total number of VM IP pool releases."},
+      {"caphv_cluster_reconcile_duration_seconds",
+       "Duration of HarvesterCluster reconciliation in seconds."},
+      {"caphv_cluster_ready", "Whether HarvesterCluster is ready (1=ready, 0=not ready)."},
+      {"caphv_etcd_member_remove_total", "Total number of etcd member removal attempts."},
+      {"caphv_etcd_member_remove_errors_total",
+       "Total number of failed etcd member removal attempts."},
+      {"caphv_node_init_total", "Total number of workload node initialization attempts."},
+      {"caphv_node_init_errors_total",
+       "Total number of failed workload node initialization attempts."},
+      {"caphv_node_init_duration_seconds", "Duration of workload node initialization in seconds."},
+  };
+  // Both labelled gauges without series (announced) and with series.
+  for (int round = 0; round < 2; ++round) {
+    if (round == 1) {
+      SetMachineStatus("ns/c", "ns/m", true);
+      SetClusterReady("ns/hc", true);
+    }
+    auto helps = Helps(SerializeAll());
+    for (const auto& [name, help] : expected) {
+      EXPECT_EQ(helps[name], help) << name << " (round " << round << ")";
+    }
+  }
+  DeleteMachineStatus("ns/c", "ns/m");
+  DeleteClusterReady("ns/hc");
+}
+
 TEST(ControllerMetricsTest, HistogramBucketsAreAsDocumented) {
   std::string text = SerializeAll();
   EXPECT_EQ(Buckets(text, "caphv_machine_creation_duration_seconds"),

@@ -26,7 +26,7 @@ TEST(OptionsTest, Defaults) {
   ASSERT_TRUE(o.ok()) << o.status().ToString();
   EXPECT_EQ(o->kubeconfig, "");
   EXPECT_EQ(o->metrics_bind_address, ":8080");
-  EXPECT_EQ(o->health_probe_bind_address, ":8081");
+  EXPECT_EQ(o->health_probe_bind_address, ":9440");  // the Go manager's default
   EXPECT_FALSE(o->leader_elect);
   EXPECT_EQ(o->leader_election_id, "1e1658d6.cluster.x-k8s.io");
   EXPECT_EQ(o->lease_duration, milliseconds(15000));
@@ -44,6 +44,10 @@ TEST(OptionsTest, Defaults) {
   EXPECT_EQ(o->watch_filter, "");
   EXPECT_EQ(o->verbosity, 0);
   EXPECT_EQ(o->log_format, "text");
+  // The Go manager's logger: zap development mode (console, debug, rfc3339).
+  EXPECT_TRUE(o->zap.devel);
+  EXPECT_EQ(o->log,
+            (LogSettings{1, kube::log::Format::kZapConsole, kube::log::TimeEncoding::kRfc3339}));
   EXPECT_FALSE(o->show_help);
   EXPECT_FALSE(o->show_version);
 }
@@ -131,6 +135,49 @@ TEST(OptionsTest, VerbosityForms) {
   EXPECT_EQ(o->verbosity, 10);
 }
 
+TEST(OptionsTest, TheGoManagerCommandLinesParse) {
+  // The Deployment args of the Go provider's manifests and Helm chart, in
+  // Go's flag syntax (single dash accepted too).
+  for (auto flags : {std::vector<const char*>{"--health-probe-bind-address=:8081",
+                                              "--metrics-bind-address=127.0.0.1:8080",
+                                              "--leader-elect", "--enable-webhooks"},
+                     {"-health-probe-bind-address=:8081", "-metrics-bind-address=127.0.0.1:8080",
+                      "-leader-elect", "-enable-webhooks", "-zap-devel=false"}}) {
+    std::vector<const char*> argv = {"caphv-manager"};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    auto o = ParseOptions(static_cast<int>(argv.size()), argv.data());
+    ASSERT_TRUE(o.ok()) << flags[0] << ": " << o.status().ToString();
+    EXPECT_EQ(o->health_probe_bind_address, ":8081");
+    EXPECT_EQ(o->metrics_bind_address, "127.0.0.1:8080");
+    EXPECT_TRUE(o->leader_elect);
+    EXPECT_TRUE(o->enable_webhooks);
+  }
+}
+
+TEST(OptionsTest, ZapFlagsSetTheLogger) {
+  using kube::log::Format;
+  using kube::log::TimeEncoding;
+  auto o = Parse({"--zap-devel=false"});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->log, (LogSettings{0, Format::kZapJson, TimeEncoding::kRfc3339}));
+  o = Parse({"--zap-encoder=json", "--zap-log-level=5", "--zap-stacktrace-level=panic",
+             "--zap-time-encoding", "millis"});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->log, (LogSettings{5, Format::kZapJson, TimeEncoding::kMillis}));
+  o = Parse({"--zap-devel=false", "--zap-encoder=CONSOLE", "--zap-log-level=error"});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->log, (LogSettings{-1, Format::kZapConsole, TimeEncoding::kRfc3339}));
+  // The klog flags select klog output.
+  o = Parse({"-v=3", "--log-format=json"});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->log.verbosity, 3);
+  EXPECT_EQ(o->log.format, Format::kJson);
+  o = Parse({"-v=2"});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->log.format, Format::kText);
+  EXPECT_NE(Parse({"--help"})->help_text.find("--zap-time-encoding"), std::string::npos);
+}
+
 TEST(OptionsTest, HelpAndVersion) {
   auto o = Parse({"--help"});
   ASSERT_TRUE(o.ok());
@@ -161,6 +208,13 @@ TEST(OptionsTest, BadFlagsGiveOneReadableLine) {
       {{"--namespace=Not_A_Namespace"}, "--namespace"},
       {{"--watch-filter=a b"}, "--watch-filter"},
       {{"-v=-1"}, "-v"},
+      {{"--zap-log-level=trace"}, "--zap-log-level"},
+      {{"--zap-log-level=0"}, "--zap-log-level"},
+      {{"--zap-encoder=xml"}, "--zap-encoder"},
+      {{"--zap-time-encoding=unix"}, "--zap-time-encoding"},
+      {{"--zap-stacktrace-level=debug"}, "--zap-stacktrace-level"},
+      {{"--zap-devel=maybe"}, "zap-devel"},
+      {{"-v=2", "--zap-log-level=debug"}, "cannot be combined"},
       {{"--enable-webhooks", "--webhook-cert-dir="}, "--webhook-cert-dir"},
       {{"stray"}, "stray"},
   };

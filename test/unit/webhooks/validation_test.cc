@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "../api/test_paths.h"
@@ -53,7 +54,7 @@ std::vector<Manifest> LoadDir(const std::string& which) {
 FieldErrors Admit(const Manifest& m) {
   const Json& obj = m.docs.back();
   const Json* old = m.docs.size() == 2 ? &m.docs.front() : nullptr;
-  return ValidateAdmission(obj.value("kind", ""), obj, old, /*dry_run=*/false);
+  return ValidateAdmission(obj.value("kind", ""), obj, old);
 }
 
 ErrorType ParseType(const std::string& s) {
@@ -72,8 +73,7 @@ TEST(ValidationManifestsTest, ValidManifestsPass) {
     EXPECT_EQ(ToAggregateString(Admit(m)), "[]") << m.path;
     // An update that changes nothing passes too (SSA no-ops, finalizers).
     const Json& obj = m.docs.front();
-    EXPECT_TRUE(ValidateAdmission(obj["kind"].get<std::string>(), obj, &obj, false).empty())
-        << m.path;
+    EXPECT_TRUE(ValidateAdmission(obj["kind"].get<std::string>(), obj, &obj).empty()) << m.path;
   }
 }
 
@@ -90,8 +90,8 @@ TEST(ValidationManifestsTest, InvalidManifestsFailWithTheExpectedField) {
     EXPECT_FALSE(obj["metadata"].value("name", "").empty());
     if (op == "update") {
       // The old object on its own is fine.
-      EXPECT_TRUE(ValidateAdmission(obj["kind"].get<std::string>(), m.docs.front(), nullptr, false)
-                      .empty());
+      EXPECT_TRUE(
+          ValidateAdmission(obj["kind"].get<std::string>(), m.docs.front(), nullptr).empty());
     }
     FieldErrors errs = Admit(m);
     bool found = false;
@@ -187,23 +187,19 @@ TEST(MachineUpdateTest, MetadataOnlyUpdatesOfLegacyObjectsPass) {
   EXPECT_TRUE(ValidateHarvesterMachineUpdate(legacy, updated).empty());
 }
 
-TEST(TemplateUpdateTest, SemanticallyEqualSpecsPass) {
+TEST(TemplateUpdateTest, TemplatesMayChangeAndAreValidatedLikeOnCreate) {
   api::HarvesterMachineTemplate old_t;
   old_t.spec.template_.spec = ValidMachine().spec;
   auto new_t = old_t;
   new_t.spec.template_.spec.memory = "4096Mi";
   new_t.spec.template_.metadata.labels["team"] = "a";
   EXPECT_TRUE(ValidateHarvesterMachineTemplateUpdate(old_t, new_t).empty());
+  // The Go provider does not freeze template specs, nor does CAPHV.
   new_t.spec.template_.spec.cpu = 3;
+  EXPECT_TRUE(ValidateHarvesterMachineTemplateUpdate(old_t, new_t).empty());
+  new_t.spec.template_.spec.cpu = -1;
   auto errs = ValidateHarvesterMachineTemplateUpdate(old_t, new_t);
-  ASSERT_EQ(errs.size(), 1u);
-  EXPECT_EQ(errs[0].field, "spec.template.spec");
-  // Topology dry-runs skip immutability but not validation.
-  EXPECT_TRUE(
-      ValidateHarvesterMachineTemplateUpdate(old_t, new_t, {.skip_immutability = true}).empty());
-  new_t.spec.template_.spec.cpu = 0;
-  errs = ValidateHarvesterMachineTemplateUpdate(old_t, new_t, {.skip_immutability = true});
-  ASSERT_EQ(errs.size(), 1u);
+  ASSERT_EQ(errs.size(), 1u) << ToAggregateString(errs);
   EXPECT_EQ(errs[0].field, "spec.template.spec.cpu");
 }
 
@@ -217,26 +213,112 @@ TEST(TemplateUpdateTest, ClusterTemplateDefaultsCompareEqual) {
   auto new_t = old_t;
   new_t.spec.template_.spec.load_balancer_config.listeners[0].protocol = "TCP";
   EXPECT_TRUE(ValidateHarvesterClusterTemplateUpdate(old_t, new_t).empty());
-  new_t.spec.template_.spec.load_balancer_config.listeners[0].protocol = "UDP";
+  new_t.spec.template_.spec.load_balancer_config.listeners[0].protocol = "SCTP";
   EXPECT_EQ(ValidateHarvesterClusterTemplateUpdate(old_t, new_t).size(), 1u);
 }
 
-TEST(TemplateUpdateTest, TopologyDryRunDetection) {
-  api::ObjectMeta meta;
-  EXPECT_FALSE(ShouldSkipImmutabilityChecks(true, meta));
-  meta.annotations["topology.cluster.x-k8s.io/dry-run"] = "";
-  EXPECT_TRUE(ShouldSkipImmutabilityChecks(true, meta));
-  EXPECT_FALSE(ShouldSkipImmutabilityChecks(false, meta));
-  // Through the admission dispatch.
-  Json old_t = {{"kind", "HarvesterMachineTemplate"},
-                {"metadata", {{"name", "t"}}},
-                {"spec", {{"template", {{"spec", api::Encode(ValidMachine().spec)}}}}}};
-  Json new_t = old_t;
-  new_t["spec"]["template"]["spec"]["cpu"] = 8;
-  EXPECT_EQ(ValidateAdmission("HarvesterMachineTemplate", new_t, &old_t, true).size(), 1u);
-  new_t["metadata"]["annotations"] = {{"topology.cluster.x-k8s.io/dry-run", ""}};
-  EXPECT_TRUE(ValidateAdmission("HarvesterMachineTemplate", new_t, &old_t, true).empty());
-  EXPECT_EQ(ValidateAdmission("HarvesterMachineTemplate", new_t, &old_t, false).size(), 1u);
+// The HarvesterMachineTemplate of the Go provider's ClusterClass: what the
+// ClusterClass patches fill is left empty.
+Json ClusterClassMachineTemplate() {
+  return {{"kind", "HarvesterMachineTemplate"},
+          {"metadata", {{"name", "harvester-rke2-worker"}}},
+          {"spec",
+           {{"template",
+             {{"spec",
+               {{"cpu", 2},
+                {"memory", "4Gi"},
+                {"sshUser", "sles"},
+                {"sshKeyPair", ""},
+                {"volumes", Json::array()},
+                {"networks", Json::array()}}}}}}}};
+}
+
+TEST(TemplateTest, UnsetValuesAreLeftToClusterClassPatches) {
+  Json t = ClusterClassMachineTemplate();
+  EXPECT_EQ(ToAggregateString(ValidateAdmission("HarvesterMachineTemplate", t, nullptr)), "[]");
+  // Even an empty spec: every value is still to be filled.
+  Json bare = {{"kind", "HarvesterMachineTemplate"}, {"metadata", {{"name", "t"}}}};
+  EXPECT_EQ(ToAggregateString(ValidateAdmission("HarvesterMachineTemplate", bare, nullptr)), "[]");
+  t["spec"]["template"]["spec"]["cpu"] = 0;
+  t["spec"]["template"]["spec"]["memory"] = "";
+  t["spec"]["template"]["spec"]["volumes"] = {{{"volumeType", "image"}, {"imageName", ""}}};
+  EXPECT_EQ(ToAggregateString(ValidateAdmission("HarvesterMachineTemplate", t, nullptr)), "[]");
+  // The same machine, stamped as is, is refused: concrete objects stay strict.
+  Json m = {{"kind", "HarvesterMachine"},
+            {"metadata", {{"name", "m"}}},
+            {"spec", ClusterClassMachineTemplate()["spec"]["template"]["spec"]}};
+  std::set<std::string> fields;
+  for (const auto& e : ValidateAdmission("HarvesterMachine", m, nullptr)) fields.insert(e.field);
+  EXPECT_EQ(fields, (std::set<std::string>{"spec.sshKeyPair", "spec.volumes", "spec.networks"}));
+}
+
+TEST(TemplateTest, ValuesThatAreSetAreValidated) {
+  Json t = ClusterClassMachineTemplate();
+  auto& spec = t["spec"]["template"]["spec"];
+  spec["cpu"] = -2;
+  spec["memory"] = "4 GB";
+  spec["sshKeyPair"] = "a/b/c";
+  spec["networks"] = {"Not_A_Network"};
+  spec["volumes"] = {{{"volumeType", "storageClass"},
+                      {"storageClass", "longhorn"},
+                      {"volumeSize", "10Gi"},
+                      {"bootOrder", 1}},
+                     {{"volumeType", "floppy"}}};
+  std::set<std::string> fields;
+  for (const auto& e : ValidateAdmission("HarvesterMachineTemplate", t, nullptr)) {
+    fields.insert(e.field);
+  }
+  EXPECT_EQ(fields, (std::set<std::string>{"spec.template.spec.cpu", "spec.template.spec.memory",
+                                           "spec.template.spec.sshKeyPair",
+                                           "spec.template.spec.networks[0]",
+                                           "spec.template.spec.volumes[0].volumeType",
+                                           "spec.template.spec.volumes[1].volumeType"}));
+}
+
+TEST(TemplateTest, ThePlaceholderEndpointOfTheClusterClassPasses) {
+  Json listener = {
+      {"name", "rke2-server"}, {"port", 9345}, {"protocol", "TCP"}, {"backendPort", 9345}};
+  Json spec = {{"identitySecret", {{"namespace", "default"}, {"name", "hv-identity-secret"}}},
+               {"loadBalancerConfig", {{"ipamType", "dhcp"}, {"listeners", {listener}}}},
+               {"targetNamespace", "default"},
+               {"controlPlaneEndpoint", {{"host", "0.0.0.0"}, {"port", 6443}}}};
+  Json t = {{"kind", "HarvesterClusterTemplate"},
+            {"metadata", {{"name", "harvester-rke2-cluster"}}},
+            {"spec", {{"template", {{"spec", spec}}}}}};
+  EXPECT_EQ(ToAggregateString(ValidateAdmission("HarvesterClusterTemplate", t, nullptr)), "[]");
+  // Placeholders for what patches set (targetNamespace, identity) pass too.
+  t["spec"]["template"]["spec"]["targetNamespace"] = "";
+  t["spec"]["template"]["spec"]["identitySecret"] = {{"namespace", ""}, {"name", ""}};
+  t["spec"]["template"]["spec"]["loadBalancerConfig"]["ipamType"] = "";
+  EXPECT_EQ(ToAggregateString(ValidateAdmission("HarvesterClusterTemplate", t, nullptr)), "[]");
+  t["spec"]["template"]["spec"]["loadBalancerConfig"]["ipamType"] = "ippool";
+  auto errs = ValidateAdmission("HarvesterClusterTemplate", t, nullptr);
+  ASSERT_EQ(errs.size(), 1u) << ToAggregateString(errs);
+  EXPECT_EQ(errs[0].field, "spec.template.spec.loadBalancerConfig.ipamType");
+}
+
+TEST(ClusterTest, WhatTheGoProviderWritesBackIsAccepted) {
+  // Once it made the inline pools, the Go provider records their names in
+  // ipPoolRef next to ipPool; ipPoolRefs wins over ipPoolRef.
+  api::HarvesterCluster c;
+  c.spec.target_namespace = "default";
+  c.spec.identity_secret = {"default", "hv"};
+  c.spec.load_balancer_config.ipam_type = "pool";
+  c.spec.load_balancer_config.ip_pool_ref = "default-c1-lb-ippool";
+  c.spec.load_balancer_config.ip_pool = api::IPPoolSpec{};
+  c.spec.load_balancer_config.ip_pool->vm_network = "default/production";
+  c.spec.load_balancer_config.ip_pool->subnet = "10.0.0.0/24";
+  c.spec.load_balancer_config.ip_pool->gateway = "10.0.0.1";
+  c.spec.vm_network_config = api::VMNetworkConfig{};
+  auto& vm = *c.spec.vm_network_config;
+  vm.gateway = "10.0.0.1";
+  vm.subnet_mask = "255.255.255.0";
+  vm.ip_pool = c.spec.load_balancer_config.ip_pool;
+  vm.ip_pool_ref = "default-c1-vm-ippool";
+  EXPECT_EQ(ToAggregateString(ValidateHarvesterCluster(c)), "[]");
+  vm.ip_pool.reset();
+  vm.ip_pool_refs = {"pool-a", "pool-b", "pool-a"};
+  EXPECT_EQ(ToAggregateString(ValidateHarvesterCluster(c)), "[]");
 }
 
 TEST(ClusterUpdateTest, PoolChangesAreAllowed) {
@@ -261,10 +343,10 @@ TEST(ClusterUpdateTest, PoolChangesAreAllowed) {
 
 TEST(ValidateAdmissionTest, DecodeErrorsBecomeFieldErrors) {
   Json obj = {{"kind", "HarvesterMachine"}, {"spec", {{"cpu", "two"}}}};
-  auto errs = ValidateAdmission("HarvesterMachine", obj, nullptr, false);
+  auto errs = ValidateAdmission("HarvesterMachine", obj, nullptr);
   ASSERT_EQ(errs.size(), 1u);
   EXPECT_EQ(errs[0].field, "spec.cpu");
-  EXPECT_EQ(ValidateAdmission("Machine", obj, nullptr, false)[0].type, ErrorType::kNotSupported);
+  EXPECT_EQ(ValidateAdmission("Machine", obj, nullptr)[0].type, ErrorType::kNotSupported);
 }
 
 TEST(ValidateAdmissionTest, ReportsEveryProblemAtOnce) {
