@@ -141,5 +141,78 @@ TEST_F(SimLbTest, DhcpAddressFromTheRange) {
   }));
 }
 
+// A `vm` load balancer is served by a Service of its name: one a provider
+// made before (a placeholder asking DHCP, as the Go provider does) is
+// adopted, otherwise the LB makes it; kube-vip announces the Service's
+// address and the LB reports it.
+TEST_F(SimLbTest, VmLoadBalancerIsServedByItsServiceThroughKubeVip) {
+  MakePool(8);
+  StartSim();
+  const std::string ns = ns_->name();
+  auto ingress = [&](const std::string& name) {
+    auto got = h_->Get(gvr::kServices, ns, name);
+    if (!got.ok()) return std::string();
+    const Object ing = got->value("status", Object::object())
+                           .value("loadBalancer", Object::object())
+                           .value("ingress", Object::array());
+    return ing.empty() ? std::string() : ing[0].value("ip", "");
+  };
+  auto address = [&](const std::string& name) {
+    auto got = h_->Get(gvr::kLoadBalancers, ns, name);
+    return got.ok() ? got->value("status", Object::object()).value("address", "") : "";
+  };
+
+  // The placeholder: kube-vip leases from the DHCP range for "0.0.0.0".
+  const std::string placeholder = UniqueName("lb");
+  Object svc = {{"apiVersion", "v1"},
+                {"kind", "Service"},
+                {"metadata",
+                 {{"name", placeholder},
+                  {"namespace", ns},
+                  {"labels", {{"loadbalancer.harvesterhci.io/servicelb", "true"}}}}},
+                {"spec",
+                 {{"type", "LoadBalancer"},
+                  {"loadBalancerIP", "0.0.0.0"},
+                  {"ports", Object::array({{{"name", "api-server"},
+                                            {"port", 6443},
+                                            {"protocol", "TCP"},
+                                            {"targetPort", 6443}}})}}}};
+  ASSERT_TRUE(h_->Create(gvr::kServices, ns, svc).ok());
+  std::string leased;
+  ASSERT_TRUE(Eventually([&] {
+    leased = ingress(placeholder);
+    return !leased.empty();
+  }));
+  EXPECT_EQ(leased.rfind("10.0.20.", 0), 0u) << leased;
+
+  // The LB of that name adopts it and reports its address; no VM runs yet.
+  Object dhcp_lb = Lb(ns, placeholder, "dhcp", "");
+  dhcp_lb["spec"]["workloadType"] = "vm";
+  dhcp_lb["spec"]["backendServerSelector"] = {{"harvestercluster/machinetype", {"cp"}}};
+  ASSERT_TRUE(h_->Create(gvr::kLoadBalancers, ns, dhcp_lb).ok());
+  ASSERT_TRUE(Eventually([&] { return address(placeholder) == leased; })) << address(placeholder);
+  auto got = h_->Get(gvr::kLoadBalancers, ns, placeholder);
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ((*got)["status"]["allocatedAddress"]["ip"], "0.0.0.0");
+  EXPECT_EQ((*got)["status"]["conditions"][0]["status"], "False");
+  EXPECT_EQ((*got)["status"]["conditions"][0]["message"], "no running backend servers");
+  auto adopted = h_->Get(gvr::kServices, ns, placeholder);
+  ASSERT_TRUE(adopted.ok());
+  EXPECT_FALSE((*adopted)["metadata"].contains("ownerReferences"));
+
+  // A pool LB without a Service: it makes one owned by it, asking its pool address.
+  const std::string pooled = UniqueName("lb");
+  Object pool_lb = Lb(ns, pooled, "pool", pool_);
+  pool_lb["spec"]["workloadType"] = "vm";
+  ASSERT_TRUE(h_->Create(gvr::kLoadBalancers, ns, pool_lb).ok());
+  ASSERT_TRUE(Eventually([&] { return address(pooled) == "172.31.8.10"; }));
+  EXPECT_EQ(ingress(pooled), "172.31.8.10");
+  auto made = h_->Get(gvr::kServices, ns, pooled);
+  ASSERT_TRUE(made.ok());
+  EXPECT_EQ((*made)["spec"]["loadBalancerIP"], "172.31.8.10");
+  EXPECT_EQ((*made)["metadata"]["ownerReferences"][0]["name"], pooled);
+  EXPECT_EQ(Pool()["status"]["allocated"]["172.31.8.10"], ns + "/" + pooled);
+}
+
 }  // namespace
 }  // namespace caphv::sim::testing
