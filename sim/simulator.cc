@@ -108,8 +108,13 @@ kube::Status Simulator::Run(std::stop_token stop) {
   };
   lb.Watch(vmis_, all_lbs);
   lb.Watch(pools_, all_lbs);
-  // The Service of a `vm` LB has the LB's name.
-  lb.Watch(services_, [](const Object& svc) { return std::vector<Request>{{Ns(svc), Name(svc)}}; });
+  // The Service of a `vm` LB has the LB's name; a Service without an LB (a
+  // provider's placeholder) is no LB's business.
+  lb.Watch(services_, [this](const Object& svc) {
+    std::vector<Request> out;
+    if (lbs_->store().Get(Ns(svc), Name(svc))) out.push_back({Ns(svc), Name(svc)});
+    return out;
+  });
   Controller vip(opts("kube-vip", 1), [this](const Request& r) { return ReconcileService(r); });
   vip.For(services_);
   Controller pool(opts("pool", 1), [this](const Request& r) { return ReconcilePool(r); });

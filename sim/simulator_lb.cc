@@ -51,18 +51,16 @@ std::string Simulator::LeaseLbAddress(const std::string& owner, const std::strin
     if (kube::KeyOf(*svc) == owner || KubeVipRequestedAddress(*svc) != kDhcpAddress) continue;
     if (auto v = ParseIpv4(ServiceIngressIp(*svc))) used.insert(*v);
   }
-  std::string ip = current;
-  if (ip.empty() || !ParseIpv4(ip) || used.contains(*ParseIpv4(ip))) {
-    ip.clear();
-    if (opt_.env.lb_dhcp) {
-      auto s = ParseIpv4(opt_.env.lb_dhcp->range_start);
-      auto e = ParseIpv4(opt_.env.lb_dhcp->range_end);
-      if (s && e) {
-        if (auto lease = LeaseFrom(*s, *e, used)) ip = FormatIpv4(*lease);
-      }
-    }
+  if (!opt_.env.lb_dhcp) return "";
+  const auto start = ParseIpv4(opt_.env.lb_dhcp->range_start);
+  const auto end = ParseIpv4(opt_.env.lb_dhcp->range_end);
+  if (!start || !end) return "";
+  // Renew the current lease when it is of the range and nobody else holds it.
+  if (auto ip = ParseIpv4(current); ip && *ip >= *start && *ip <= *end && !used.contains(*ip)) {
+    return current;
   }
-  return ip;
+  auto lease = LeaseFrom(*start, *end, used);
+  return lease ? FormatIpv4(*lease) : "";
 }
 
 kube::StatusOr<std::string> Simulator::EnsureLbService(const Object& lb, const std::string& lb_ip) {
