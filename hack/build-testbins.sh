@@ -9,7 +9,7 @@
 #   caphv-go: caphv-go, the Go provider CAPHV replaces (cluster-api-provider-harvester),
 #         built from its release tarball in $CAPHV_THIRD_PARTY (default: ../shared/third_party
 #         next to the checkout) into $CAPHV_CACHE_DIR/bin/caphv-go-<version>-<tarball digest>/,
-#         with its CRDs (config/crd/bases) and infrastructure-components.yaml. Skipped, with one
+#         with config/{crd/bases,infrastructure-components.yaml,crds.yaml}. Skipped, with one
 #         message, when the tarball is absent.
 #
 # Prints nothing when everything is cached. Usage: build-testbins.sh [family...]
