@@ -6,6 +6,11 @@
 #   kube: kube-apiserver, kube-controller-manager  (k8s.io/kubernetes)
 #   etcd: etcd                                      (go.etcd.io/etcd/server/v3)
 #   capi: cluster-api (core manager), clusterctl    (sigs.k8s.io/cluster-api)
+#   caphv-go: caphv-go, the Go provider CAPHV replaces (cluster-api-provider-harvester),
+#         built from its release tarball in $CAPHV_THIRD_PARTY (default: ../shared/third_party
+#         next to the checkout) into $CAPHV_CACHE_DIR/bin/caphv-go-<version>-<tarball digest>/,
+#         with config/{crd/bases,infrastructure-components.yaml,crds.yaml}. Skipped, with one
+#         message, when the tarball is absent.
 #
 # Prints nothing when everything is cached. Usage: build-testbins.sh [family...]
 set -euo pipefail
@@ -17,12 +22,71 @@ export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-mod=readonly
 KUBE_VERSION=v1.33.13
 ETCD_VERSION=v3.5.21
 CAPI_VERSION=v1.10.10
+CAPHV_GO_VERSION=v0.2.9
+third_party=${CAPHV_THIRD_PARTY:-$root/../shared/third_party}
+caphv_go_tarball=$third_party/cluster-api-provider-harvester-$CAPHV_GO_VERSION.tar.gz
 
 # bin_dir FAMILY VERSION -> cache folder keyed by version and go.sum content.
 bin_dir() {
   local digest
   digest=$(cat "$root/tools/testbins/$1/go.mod" "$root/tools/testbins/$1/go.sum" | sha256sum | cut -c1-12)
   echo "$cache/bin/$1-$2-$digest"
+}
+
+# caphv_go_dir -> cache folder keyed by version and the tarball's content.
+caphv_go_dir() {
+  echo "$cache/bin/caphv-go-$CAPHV_GO_VERSION-$(sha256sum "$caphv_go_tarball" | cut -c1-12)"
+}
+
+# Unpacks the Go provider's tarball and builds it with the replace of third_party/README.md:
+# the proxy serves no zip of harvester-load-balancer v1.5.1; v1.5.0's pkg/apis is the same.
+# Next to the binary: config/crd/bases (upstream's CRDs as generated), the rendered
+# config/infrastructure-components.yaml, and config/crds.yaml, the CRDs of that file (with
+# the Cluster API contract labels a clusterctl install carries), which the test bed applies.
+build_caphv_go() {
+  local dir start src top="cluster-api-provider-harvester-$CAPHV_GO_VERSION"
+  dir=$(caphv_go_dir)
+  [ -x "$dir/caphv-go" ] && [ -f "$dir/config/crds.yaml" ] && return 0
+  mkdir -p "$dir"
+  (
+    flock 9
+    if [ ! -f "$dir/config/crds.yaml" ]; then
+      rm -rf "$dir/config.tmp"
+      mkdir -p "$dir/config.tmp"
+      tar -xzf "$caphv_go_tarball" -C "$dir/config.tmp" --strip-components=1 \
+        "$top/config/crd/bases" "$top/infrastructure-components.yaml"
+      mv "$dir/config.tmp/config/crd" "$dir/config.tmp/crd"
+      rmdir "$dir/config.tmp/config"
+      awk 'BEGIN { RS = "\n---\n" } /(^|\n)kind: CustomResourceDefinition\n/ { printf "---\n%s\n", $0 }' \
+        "$dir/config.tmp/infrastructure-components.yaml" >"$dir/config.tmp/crds.yaml"
+      [ "$(grep -c '^kind: CustomResourceDefinition' "$dir/config.tmp/crds.yaml")" -eq 4 ] || {
+        echo "testbins: caphv-go: expected 4 CRDs in infrastructure-components.yaml" >&2
+        exit 1
+      }
+      rm -rf "$dir/config"
+      mv "$dir/config.tmp" "$dir/config"
+    fi
+    [ -x "$dir/caphv-go" ] && exit 0
+    start=$(date +%s)
+    echo "testbins: building caphv-go $CAPHV_GO_VERSION (first time only; cached in $dir)" >&2
+    src=$dir/src
+    rm -rf "$src"
+    mkdir -p "$src"
+    tar -xzf "$caphv_go_tarball" -C "$src" --strip-components=1
+    if ! (
+      cd "$src"
+      go mod edit -replace github.com/harvester/harvester-load-balancer=github.com/harvester/harvester-load-balancer@v1.5.0
+      GONOSUMDB=github.com/harvester/harvester-load-balancer GOFLAGS=-mod=mod \
+        go build -trimpath -ldflags "-s -w" -o "$dir/caphv-go.tmp" ./cmd
+    ) >"$dir/caphv-go.build.log" 2>&1; then
+      echo "testbins: building caphv-go failed; see $dir/caphv-go.build.log" >&2
+      tail -n 20 "$dir/caphv-go.build.log" >&2
+      exit 1
+    fi
+    mv "$dir/caphv-go.tmp" "$dir/caphv-go"
+    rm -rf "$src"
+    echo "testbins: built caphv-go in $(( $(date +%s) - start ))s" >&2
+  ) 9>"$dir/.lock"
 }
 
 # build FAMILY VERSION LDFLAGS TAGS "out=package ..."
@@ -53,7 +117,7 @@ build() {
 }
 
 families=("$@")
-[ "${#families[@]}" -eq 0 ] && families=(kube etcd capi)
+[ "${#families[@]}" -eq 0 ] && families=(kube etcd capi caphv-go)
 
 for f in "${families[@]}"; do
   case $f in
@@ -90,6 +154,17 @@ for f in "${families[@]}"; do
         chmod -R u+w "$dir/config.tmp"
         mv "$dir/config.tmp" "$dir/config"
       fi
+      ;;
+    caphv-go)
+      if [ ! -f "$caphv_go_tarball" ]; then
+        echo "testbins: skipping caphv-go: $caphv_go_tarball not found (set CAPHV_THIRD_PARTY)" >&2
+        continue
+      fi
+      build_caphv_go
+      # Stable paths: current/caphv-go and current/caphv-go-config.
+      mkdir -p "$cache/bin/current"
+      ln -sfn "$(caphv_go_dir)/caphv-go" "$cache/bin/current/caphv-go"
+      ln -sfn "$(caphv_go_dir)/config" "$cache/bin/current/caphv-go-config"
       ;;
     *) echo "testbins: unknown family '$f'" >&2; exit 2 ;;
   esac

@@ -74,6 +74,7 @@ inline const kube::GroupVersionResource kStorageClasses{"storage.k8s.io", "v1", 
                                                         false};
 inline const kube::GroupVersionResource kPersistentVolumes{"", "v1", "persistentvolumes", false};
 inline const kube::GroupVersionResource kNamespaces{"", "v1", "namespaces", false};
+inline const kube::GroupVersionResource kServices{"", "v1", "services", true};
 }  // namespace gvr
 
 // The GVR of a manifest object (apiVersion + kind) among those the simulator

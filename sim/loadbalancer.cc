@@ -132,4 +132,105 @@ Object LbDhcpStatus(const std::string& ip, const std::vector<std::string>& backe
 
 Object LbErrorStatus(const std::string& message) { return {{"conditions", Ready(false, message)}}; }
 
+// ---------------------------------------------------------------- vm load balancers
+
+namespace {
+
+// The Service ports of the LB's listeners (harvester-load-balancer constructService).
+Object ServicePorts(const Object& lb) {
+  Object ports = Object::array();
+  for (const auto& l : lb.value("spec", Object::object()).value("listeners", Object::array())) {
+    Object port = {{"name", l.value("name", "")},
+                   {"protocol", l.value("protocol", "TCP")},
+                   {"port", l.value("port", 0)},
+                   {"targetPort", l.value("backendPort", 0)}};
+    ports.push_back(port);
+  }
+  return ports;
+}
+
+}  // namespace
+
+bool LbServesVms(const Object& lb) {
+  const std::string type = lb.value("spec", Object::object()).value("workloadType", "");
+  return type.empty() || type == "vm";
+}
+
+Object LbService(const Object& lb, const std::string& lb_ip) {
+  const Object& meta = lb["metadata"];
+  return {
+      {"apiVersion", "v1"},
+      {"kind", "Service"},
+      {"metadata",
+       {{"name", meta.value("name", "")},
+        {"namespace", meta.value("namespace", "")},
+        {"labels", {{"loadbalancer.harvesterhci.io/servicelb", "true"}}},
+        {"ownerReferences", Object::array({{{"apiVersion", lb.value("apiVersion", "")},
+                                            {"kind", lb.value("kind", "LoadBalancer")},
+                                            {"name", meta.value("name", "")},
+                                            {"uid", meta.value("uid", "")}}})}}},
+      {"spec", {{"type", "LoadBalancer"}, {"loadBalancerIP", lb_ip}, {"ports", ServicePorts(lb)}}}};
+}
+
+Object LbServicePatch(const Object& lb, const std::string& lb_ip, const Object& service) {
+  const Object spec = service.value("spec", Object::object());
+  Object patch = Object::object();
+  if (spec.value("loadBalancerIP", "") != lb_ip) patch["loadBalancerIP"] = lb_ip;
+  // Compare what constructService sets; the apiserver adds nodePort (and
+  // keeps a numeric targetPort as is).
+  const Object want = ServicePorts(lb);
+  const Object have = spec.value("ports", Object::array());
+  bool same = have.is_array() && have.size() == want.size();
+  for (size_t i = 0; same && i < want.size(); ++i) {
+    for (const char* k : {"name", "protocol", "port", "targetPort"}) {
+      if (have[i].value(k, Object()) != want[i][k]) same = false;
+    }
+  }
+  if (!same) patch["ports"] = want;
+  if (patch.empty()) return patch;
+  return {{"spec", patch}};
+}
+
+std::string ServiceIngressIp(const Object& service) {
+  const Object ingress = service.value("status", Object::object())
+                             .value("loadBalancer", Object::object())
+                             .value("ingress", Object::array());
+  if (!ingress.is_array() || ingress.empty() || !ingress[0].is_object()) return "";
+  return ingress[0].value("ip", "");
+}
+
+Object LbVmStatus(const Object& allocated, const std::string& ingress_ip,
+                  const std::vector<std::string>& backends) {
+  Object out = {{"allocatedAddress", allocated}};
+  if (ingress_ip.empty()) {
+    out["conditions"] = Ready(false, "service is waiting for external IP");
+    return out;
+  }
+  out["address"] = ingress_ip;
+  if (backends.empty()) {
+    out["conditions"] = Ready(false, "no running backend servers");
+  } else {
+    out["backendServers"] = backends;
+    out["conditions"] = Ready(true, "");
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- kube-vip
+
+std::string KubeVipRequestedAddress(const Object& service) {
+  const Object spec = service.value("spec", Object::object());
+  if (spec.value("type", "") != "LoadBalancer") return "";
+  std::string ips = Annotation(service, kKubeVipIpsAnnotation);
+  ips = ips.substr(0, ips.find(','));
+  ips.erase(0, ips.find_first_not_of(" \t"));
+  ips.erase(ips.find_last_not_of(" \t") + 1);
+  if (!ips.empty()) return ips;
+  return spec.value("loadBalancerIP", "");
+}
+
+Object KubeVipServiceStatus(const std::string& ip) {
+  return {{"ingress", Object::array({{{"ip", ip}}})}};
+}
+
 }  // namespace caphv::sim

@@ -47,13 +47,14 @@ Simulator::Simulator(std::shared_ptr<kube::Client> harvester,
   keypairs_ = make(h_, gvr::kKeyPairs, true);
   namespaces_ = make(h_, gvr::kNamespaces, false);
   nodes_ = make(w_, kube::resources::kNodes, false);
+  services_ = make(h_, gvr::kServices, true);
 }
 
 Simulator::~Simulator() = default;
 
 bool Simulator::Synced() const {
-  for (const auto& i :
-       {vms_, vmis_, pvcs_, lbs_, pools_, images_, nads_, keypairs_, namespaces_, nodes_}) {
+  for (const auto& i : {vms_, vmis_, pvcs_, lbs_, pools_, images_, nads_, keypairs_, namespaces_,
+                        nodes_, services_}) {
     if (!i->HasSynced()) return false;
   }
   return true;
@@ -107,6 +108,15 @@ kube::Status Simulator::Run(std::stop_token stop) {
   };
   lb.Watch(vmis_, all_lbs);
   lb.Watch(pools_, all_lbs);
+  // The Service of a `vm` LB has the LB's name; a Service without an LB (a
+  // provider's placeholder) is no LB's business.
+  lb.Watch(services_, [this](const Object& svc) {
+    std::vector<Request> out;
+    if (lbs_->store().Get(Ns(svc), Name(svc))) out.push_back({Ns(svc), Name(svc)});
+    return out;
+  });
+  Controller vip(opts("kube-vip", 1), [this](const Request& r) { return ReconcileService(r); });
+  vip.For(services_);
   Controller pool(opts("pool", 1), [this](const Request& r) { return ReconcilePool(r); });
   pool.For(pools_);
   Controller image(opts("image", 1), [this](const Request& r) { return ReconcileImage(r); });
@@ -120,7 +130,7 @@ kube::Status Simulator::Run(std::stop_token stop) {
   Status first_error;
   {
     std::vector<std::jthread> threads;
-    for (Controller* c : {&vm, &lb, &pool, &image, &keypair}) {
+    for (Controller* c : {&vm, &lb, &vip, &pool, &image, &keypair}) {
       threads.emplace_back([c, stop, &err_mu, &first_error, this] {
         Status s;
         try {  // a thread top: nothing may escape

@@ -9,7 +9,11 @@
 //            registration and providerID;
 //   - lb:    LoadBalancer -> address from an IPPool (recorded in
 //            status.allocated as "<ns>/<name>") or a DHCP range, released on
-//            delete;
+//            delete; a `vm` LB gets (or adopts) its Service of type
+//            LoadBalancer and reports the address kube-vip gives it;
+//   - kube-vip: Services of type LoadBalancer -> status.loadBalancer.ingress
+//            = spec.loadBalancerIP (or the kube-vip.io/loadbalancerIPs
+//            annotation), a lease from the DHCP range for "0.0.0.0";
 //   - pool:  IPPool status totals; image and keypair status.
 // Each reconcile reads the informers' caches, decides with the pure functions
 // of kubevirt.h / loadbalancer.h / ipam.h, and writes only what differs.
@@ -70,6 +74,7 @@ class Simulator {
  private:
   kube::Result ReconcileVm(const kube::Request& req);
   kube::Result ReconcileLb(const kube::Request& req);
+  kube::Result ReconcileService(const kube::Request& req);
   kube::Result ReconcilePool(const kube::Request& req);
   kube::Result ReconcileImage(const kube::Request& req);
   kube::Result ReconcileKeyPair(const kube::Request& req);
@@ -82,6 +87,12 @@ class Simulator {
   kube::StatusOr<std::vector<Nic>> AssignAddresses(const std::string& key, const kube::Object& vm,
                                                    std::vector<Nic> nics);
   kube::Status ReleasePoolAddresses(const std::string& owner);
+  // Creates or adopts the Service of a `vm` LB; returns its ingress address
+  // ("" while kube-vip has given none).
+  kube::StatusOr<std::string> EnsureLbService(const kube::Object& lb, const std::string& lb_ip);
+  // A DHCP lease from the LB range for `owner` (an LB or a Service key),
+  // keeping `current` when it is free; "" when the range is exhausted.
+  std::string LeaseLbAddress(const std::string& owner, const std::string& current);
   bool InScope(const kube::Object& o) const;
   bool InScopeNs(const std::string& ns) const;
   // Fails with probability fault_rate (the simulator's own write faults).
@@ -93,7 +104,7 @@ class Simulator {
   kube::log::Logger log_;
 
   std::shared_ptr<kube::Informer> vms_, vmis_, pvcs_, lbs_, pools_, images_, nads_, keypairs_,
-      namespaces_, nodes_;
+      namespaces_, nodes_, services_;
 
   std::mutex mu_;  // guards the members below
   std::mt19937_64 rng_;
@@ -101,7 +112,8 @@ class Simulator {
   std::map<std::string, std::chrono::steady_clock::time_point> running_;  // vm uid -> Running
   std::map<std::string, std::map<std::string, std::string>> leases_;      // vm key -> nic -> ip
   std::map<std::string, std::set<std::string>> vm_ips_;                   // vm key -> ips
-  std::map<std::string, std::string> lb_leases_;                          // lb owner -> ip
+  std::map<std::string, std::string> lb_leases_;   // "<ns>/<name>" of a cluster LB -> DHCP ip
+  std::map<std::string, std::string> vip_leases_;  // "<ns>/<name>" of a Service -> DHCP ip
 };
 
 }  // namespace caphv::sim

@@ -35,6 +35,57 @@ Status Simulator::ReleasePoolAddresses(const std::string& owner) {
   return {};
 }
 
+std::string Simulator::LeaseLbAddress(const std::string& owner, const std::string& current) {
+  // Caller holds mu_. One DHCP range serves both: LB-held leases and Service leases.
+  std::set<uint32_t> used;
+  for (const auto* leases : {&lb_leases_, &vip_leases_}) {
+    for (const auto& [o, l] : *leases) {
+      if (o != owner) used.insert(ParseIpv4(l).value_or(0));
+    }
+  }
+  for (const auto& other : lbs_->store().List()) {
+    if (kube::KeyOf(*other) == owner || LbUsesPool(*other) || LbServesVms(*other)) continue;
+    if (auto v = ParseIpv4(StatusOf(*other).value("address", ""))) used.insert(*v);
+  }
+  for (const auto& svc : services_->store().List()) {
+    if (kube::KeyOf(*svc) == owner || KubeVipRequestedAddress(*svc) != kDhcpAddress) continue;
+    if (auto v = ParseIpv4(ServiceIngressIp(*svc))) used.insert(*v);
+  }
+  if (!opt_.env.lb_dhcp) return "";
+  const auto start = ParseIpv4(opt_.env.lb_dhcp->range_start);
+  const auto end = ParseIpv4(opt_.env.lb_dhcp->range_end);
+  if (!start || !end) return "";
+  // Renew the current lease when it is of the range and nobody else holds it.
+  if (auto ip = ParseIpv4(current); ip && *ip >= *start && *ip <= *end && !used.contains(*ip)) {
+    return current;
+  }
+  auto lease = LeaseFrom(*start, *end, used);
+  return lease ? FormatIpv4(*lease) : "";
+}
+
+kube::StatusOr<std::string> Simulator::EnsureLbService(const Object& lb, const std::string& lb_ip) {
+  auto svc = services_->store().Get(Ns(lb), Name(lb));
+  if (!svc) {
+    CAPHV_RETURN_IF_ERROR(Fault("create LB Service"));
+    auto created =
+        h_->Create(gvr::kServices, Ns(lb), LbService(lb, lb_ip), {.field_manager = kLbManager});
+    if (created.status().IsAlreadyExists()) return std::string();  // the cache will bring it
+    if (!created.ok()) return created.status();
+    log_.Info("Created LB Service", {{"service", kube::KeyOf(*created)}, {"ip", lb_ip}});
+    return ServiceIngressIp(*created);
+  }
+  const Object patch = LbServicePatch(lb, lb_ip, *svc);
+  if (!patch.empty()) {
+    CAPHV_RETURN_IF_ERROR(Fault("update LB Service"));
+    auto p = h_->Patch(gvr::kServices, Ns(lb), Name(lb), kube::PatchType::kMerge, patch,
+                       {.field_manager = kLbManager});
+    if (!p.ok()) return p.status();
+    log_.Info("Updated LB Service", {{"service", kube::KeyOf(*svc)}, {"ip", lb_ip}});
+    return ServiceIngressIp(*p);
+  }
+  return ServiceIngressIp(*svc);
+}
+
 Result Simulator::ReconcileLb(const Request& req) {
   const std::string owner = req.ns + "/" + req.name;
   auto cached = lbs_->store().Get(req.ns, req.name);
@@ -48,7 +99,9 @@ Result Simulator::ReconcileLb(const Request& req) {
   const Object& lb = *cached;
   if (!InScope(lb)) return Result::Done();
   const auto backends = BackendServers(lb, Values(vmis_->store().List(req.ns)));
+  const bool vm = LbServesVms(lb);
   Object status;
+  std::string lb_ip;  // what the LB's Service asks kube-vip for
   if (LbUsesPool(lb)) {
     const auto pools = Values(pools_->store().List());
     auto name = SelectPool(lb, pools);
@@ -73,37 +126,30 @@ Result Simulator::ReconcileLb(const Request& req) {
           log_.Info("Allocated pool address", {{"pool", *name}, {"ip", *ip}, {"owner", owner}});
         }
         status = LbPoolStatus(*name, *RangeOf(*ranges, *ParseIpv4(*ip)), *ip, backends);
+        lb_ip = *ip;
       }
     }
+  } else if (vm) {
+    // DHCP: the LB only records "ask DHCP"; kube-vip leases for its Service.
+    status = {{"allocatedAddress", {{"ip", kDhcpAddress}}}};
+    lb_ip = kDhcpAddress;
   } else {
     std::lock_guard lock(mu_);
     std::string ip;
     if (auto it = lb_leases_.find(owner); it != lb_leases_.end()) ip = it->second;
     if (ip.empty()) ip = StatusOf(lb).value("address", "");
-    std::set<uint32_t> used;
-    for (const auto& [o, l] : lb_leases_) {
-      if (o != owner) used.insert(ParseIpv4(l).value_or(0));
-    }
-    for (const auto& other : lbs_->store().List()) {
-      if (kube::KeyOf(*other) == owner || LbUsesPool(*other)) continue;
-      if (auto v = ParseIpv4(StatusOf(*other).value("address", ""))) used.insert(*v);
-    }
-    if (ip.empty() || used.contains(ParseIpv4(ip).value_or(0))) {
-      ip.clear();
-      if (opt_.env.lb_dhcp) {
-        auto s = ParseIpv4(opt_.env.lb_dhcp->range_start);
-        auto e = ParseIpv4(opt_.env.lb_dhcp->range_end);
-        if (s && e) {
-          if (auto lease = LeaseFrom(*s, *e, used)) ip = FormatIpv4(*lease);
-        }
-      }
-    }
+    ip = LeaseLbAddress(owner, ip);
     if (ip.empty()) {
       status = LbErrorStatus("no DHCP lease available");
     } else {
       lb_leases_[owner] = ip;
       status = LbDhcpStatus(ip, backends);
     }
+  }
+  if (vm && !lb_ip.empty()) {
+    auto ingress = EnsureLbService(lb, lb_ip);
+    if (!ingress.ok()) return Result::Error(ingress.status());
+    status = LbVmStatus(status["allocatedAddress"], *ingress, backends);
   }
   if (!Covers(status, StatusOf(lb))) {
     if (Status s = Fault("update LB status"); !s.ok()) return Result::Error(s);
@@ -113,6 +159,37 @@ Result Simulator::ReconcileLb(const Request& req) {
         h_->Apply(gvr::kLoadBalancers, req.ns, body, {.field_manager = kLbManager, .force = true});
     if (!a.ok()) return Result::Error(a.status());
   }
+  return Result::Done();
+}
+
+// kube-vip on Harvester: announces the address a Service of type
+// LoadBalancer asks for, or leases one by DHCP for "0.0.0.0", and reports it
+// in status.loadBalancer.ingress.
+Result Simulator::ReconcileService(const Request& req) {
+  const std::string key = req.ns + "/" + req.name;
+  if (!InScopeNs(req.ns)) return Result::Done();
+  auto svc = services_->store().Get(req.ns, req.name);
+  const std::string wanted = svc && !Deleting(*svc) ? KubeVipRequestedAddress(*svc) : "";
+  std::string ip = wanted;
+  {
+    std::lock_guard lock(mu_);
+    if (wanted != kDhcpAddress) {
+      vip_leases_.erase(key);
+    } else {
+      std::string current;
+      if (auto it = vip_leases_.find(key); it != vip_leases_.end()) current = it->second;
+      if (current.empty()) current = ServiceIngressIp(*svc);
+      ip = LeaseLbAddress(key, current);
+      if (!ip.empty()) vip_leases_[key] = ip;
+    }
+  }
+  if (ip.empty() || !ParseIpv4(ip) || ServiceIngressIp(*svc) == ip) return Result::Done();
+  if (Status s = Fault("update Service status"); !s.ok()) return Result::Error(s);
+  auto p = h_->Patch(gvr::kServices, req.ns, req.name, kube::PatchType::kMerge,
+                     {{"status", {{"loadBalancer", KubeVipServiceStatus(ip)}}}},
+                     {.subresource = "status"});
+  if (!p.ok() && !p.status().IsNotFound()) return Result::Error(p.status());
+  log_.Info("Announced Service address", {{"service", key}, {"ip", ip}});
   return Result::Done();
 }
 

@@ -148,3 +148,60 @@ tb_up_harvester() {
   done
   tb_log "Harvester simulator ready in $((($(tb_now_ms) - t0) / 1000))s"
 }
+
+# ---------------------------------------------------------------------------
+# The Go provider CAPHV replaces (cluster-api-provider-harvester v0.2.9, built
+# by hack/build-testbins.sh caphv-go) as a local process against mgmt: its
+# CRDs as its release's infrastructure-components.yaml has them (with the
+# Cluster API contract labels; they replace CAPHV's when applied: same group,
+# kinds and version), then `caphv-go` with no leader election and no
+# webhooks, metrics and probes on loopback. It reconciles HarvesterClusters of every namespace, so a bed
+# runs it only while a scenario wants the Go provider in charge.
+
+tb_up_go_provider() {
+  local t0 config="$CACHE/bin/current/caphv-go-config" kc="$DIR/mgmt.kubeconfig" deadline ports bin
+  t0=$(tb_now_ms)
+  bin=$(tb_binary CAPHV_GO_PROVIDER caphv-go)
+  [ -f "$config/crds.yaml" ] ||
+    tb_die "the Go provider's CRDs not found in $config/crds.yaml; run hack/build-testbins.sh caphv-go"
+  command -v kubectl >/dev/null || tb_die "'kubectl' is required on PATH"
+  # Same field manager as every other `kubectl apply --server-side` of these
+  # CRDs (the tests', the install's), so each apply replaces the previous one.
+  # Applied even when the provider runs already: CAPHV's may have replaced them.
+  kubectl --kubeconfig "$kc" apply --server-side --force-conflicts -f "$config/crds.yaml" \
+    >>"$DIR/logs/caphv-go-install.log" 2>&1 ||
+    tb_fail_with_log caphv-go-install "applying the Go provider's CRDs failed"
+  kubectl --kubeconfig "$kc" wait --for=condition=Established --timeout="${TIMEOUT}s" \
+    -f "$config/crds.yaml" >>"$DIR/logs/caphv-go-install.log" 2>&1 ||
+    tb_fail_with_log caphv-go-install "the Go provider's CRDs not established"
+  if tb_alive caphv-go; then
+    tb_log "the Go provider is running already (pid $(tb_pid caphv-go)); its CRDs are applied"
+    return 0
+  fi
+  read -r -a ports <<<"$(tb_free_ports 2)"
+  GO_PROVIDER_METRICS_PORT=${ports[0]} GO_PROVIDER_HEALTH_PORT=${ports[1]}
+  tb_start caphv-go "$bin" --kubeconfig="$kc" --leader-elect=false \
+    --metrics-bind-address="127.0.0.1:$GO_PROVIDER_METRICS_PORT" \
+    --health-probe-bind-address="127.0.0.1:$GO_PROVIDER_HEALTH_PORT" --zap-devel=false
+  tb_env_set GO_PROVIDER_PID "$(<"$DIR/run/caphv-go.pid")"
+  tb_env_set GO_PROVIDER_BIN "$bin"
+  tb_env_set GO_PROVIDER_METRICS_PORT "$GO_PROVIDER_METRICS_PORT"
+  tb_env_set GO_PROVIDER_HEALTH_PORT "$GO_PROVIDER_HEALTH_PORT"
+  deadline=$(($(date +%s) + TIMEOUT))
+  until tb_http_ok "http://127.0.0.1:$GO_PROVIDER_HEALTH_PORT/readyz"; do
+    tb_alive caphv-go || tb_fail_with_log caphv-go "the Go provider exited"
+    [ "$(date +%s)" -lt "$deadline" ] || tb_fail_with_log caphv-go "the Go provider not ready after ${TIMEOUT}s"
+    sleep 0.5
+  done
+  tb_env_set WITH_GO_PROVIDER 1
+  tb_log "Go provider ready in $((($(tb_now_ms) - t0) / 1000))s"
+}
+
+# Stops the Go provider (TERM, then KILL after the grace period); its CRDs and
+# everything it made stay, as after `kubectl scale --replicas=0` of its Deployment.
+tb_down_go_provider() {
+  tb_stop caphv-go
+  tb_env_set GO_PROVIDER_PID ""
+  tb_env_set WITH_GO_PROVIDER 0
+  tb_log "Go provider stopped"
+}

@@ -141,5 +141,130 @@ TEST_F(SimLbTest, DhcpAddressFromTheRange) {
   }));
 }
 
+// A `vm` load balancer is served by a Service of its name: one a provider
+// made before (a placeholder, as the Go provider makes one) is adopted,
+// otherwise the LB makes it; kube-vip announces the Service's address and
+// the LB reports it.
+class SimVmLbTest : public SimLbTest {
+ protected:
+  std::string Ingress(const std::string& name) {
+    auto got = h_->Get(gvr::kServices, ns_->name(), name);
+    if (!got.ok()) return "";
+    const Object ing = got->value("status", Object::object())
+                           .value("loadBalancer", Object::object())
+                           .value("ingress", Object::array());
+    return ing.empty() ? std::string() : ing[0].value("ip", "");
+  }
+  std::string Address(const std::string& name) {
+    auto got = h_->Get(gvr::kLoadBalancers, ns_->name(), name);
+    return got.ok() ? got->value("status", Object::object()).value("address", "") : "";
+  }
+  // A placeholder Service of type LoadBalancer asking for `ip`.
+  void CreatePlaceholder(const std::string& name, const std::string& ip) {
+    Object svc = {{"apiVersion", "v1"},
+                  {"kind", "Service"},
+                  {"metadata",
+                   {{"name", name},
+                    {"namespace", ns_->name()},
+                    {"labels", {{"loadbalancer.harvesterhci.io/servicelb", "true"}}}}},
+                  {"spec",
+                   {{"type", "LoadBalancer"},
+                    {"loadBalancerIP", ip},
+                    {"ports", Object::array({{{"name", "api-server"},
+                                              {"port", 6443},
+                                              {"protocol", "TCP"},
+                                              {"targetPort", 6443}}})}}}};
+    auto created = h_->Create(gvr::kServices, ns_->name(), svc);
+    ASSERT_TRUE(created.ok()) << created.status().ToString();
+  }
+  void CreateVmLb(const std::string& name, const std::string& ipam, const std::string& pool) {
+    Object lb = Lb(ns_->name(), name, ipam, pool);
+    lb["spec"]["workloadType"] = "vm";
+    lb["spec"]["backendServerSelector"] = {{"harvestercluster/machinetype", {"cp"}}};
+    auto created = h_->Create(gvr::kLoadBalancers, ns_->name(), lb);
+    ASSERT_TRUE(created.ok()) << created.status().ToString();
+  }
+};
+
+// Pool mode as the Go provider does it: it takes an address from the pool
+// for "<ns>/<lb name>" itself, asks kube-vip for it on its placeholder, and
+// the LB of that name, owner of the same entry, takes the same address.
+TEST_F(SimVmLbTest, PoolPlaceholderKeepsItsAddressAndTheLbAdoptsIt) {
+  MakePool(8);
+  StartSim();
+  const std::string ns = ns_->name();
+  const std::string name = UniqueName("lb");
+  Object pool;
+  ASSERT_TRUE(Eventually([&] {
+    pool = Pool();
+    return pool.value("status", Object::object()).value("total", 0) == 4;
+  }));
+  pool["status"]["allocated"] = {{"172.31.8.12", ns + "/" + name}};
+  pool["status"]["lastAllocated"] = "172.31.8.12";
+  pool["status"]["available"] = 3;
+  ASSERT_TRUE(h_->Update(gvr::kIPPools, "", pool).ok());
+  CreatePlaceholder(name, "172.31.8.12");
+  ASSERT_TRUE(Eventually([&] { return Ingress(name) == "172.31.8.12"; }));
+  // No LB yet: the entry is not the simulated load-balancer controller's to release.
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_EQ(Pool()["status"].value("allocated", Object::object()).value("172.31.8.12", ""),
+            ns + "/" + name)
+      << Pool().dump();
+
+  CreateVmLb(name, "pool", pool_);
+  ASSERT_TRUE(Eventually([&] { return Address(name) == "172.31.8.12"; })) << Address(name);
+  auto lb = h_->Get(gvr::kLoadBalancers, ns, name);
+  ASSERT_TRUE(lb.ok());
+  EXPECT_EQ((*lb)["status"]["allocatedAddress"]["ip"], "172.31.8.12");
+  EXPECT_EQ((*lb)["status"]["allocatedAddress"]["ipPool"], pool_);
+  // No VM behind it: the address is there, Ready is not.
+  EXPECT_EQ((*lb)["status"]["conditions"][0]["status"], "False");
+  EXPECT_EQ((*lb)["status"]["conditions"][0]["message"], "no running backend servers");
+  EXPECT_EQ(Pool()["status"]["allocated"], Object({{"172.31.8.12", ns + "/" + name}}));
+  auto svc = h_->Get(gvr::kServices, ns, name);
+  ASSERT_TRUE(svc.ok());
+  EXPECT_FALSE((*svc)["metadata"].contains("ownerReferences"));  // adopted, not made
+}
+
+TEST_F(SimVmLbTest, DhcpPlaceholderAndServicesTheLbMakes) {
+  MakePool(9);
+  StartSim();
+  const std::string ns = ns_->name();
+
+  // A placeholder asking DHCP: kube-vip leases from the LB range; the LB of
+  // that name (ipam dhcp) adopts it and reports the leased address.
+  const std::string placeholder = UniqueName("lb");
+  CreatePlaceholder(placeholder, "0.0.0.0");
+  std::string leased;
+  ASSERT_TRUE(Eventually([&] {
+    leased = Ingress(placeholder);
+    return !leased.empty();
+  }));
+  EXPECT_EQ(leased.rfind("10.0.20.", 0), 0u) << leased;
+  CreateVmLb(placeholder, "dhcp", "");
+  ASSERT_TRUE(Eventually([&] { return Address(placeholder) == leased; })) << Address(placeholder);
+  auto got = h_->Get(gvr::kLoadBalancers, ns, placeholder);
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ((*got)["status"]["allocatedAddress"]["ip"], "0.0.0.0");
+
+  // A pool LB without a Service makes one, owned by it, asking its pool address.
+  const std::string pooled = UniqueName("lb");
+  CreateVmLb(pooled, "pool", pool_);
+  ASSERT_TRUE(Eventually([&] { return Address(pooled) == "172.31.9.10"; })) << Address(pooled);
+  EXPECT_EQ(Ingress(pooled), "172.31.9.10");
+  auto made = h_->Get(gvr::kServices, ns, pooled);
+  ASSERT_TRUE(made.ok());
+  EXPECT_EQ((*made)["spec"]["loadBalancerIP"], "172.31.9.10");
+  EXPECT_EQ((*made)["metadata"]["labels"]["loadbalancer.harvesterhci.io/servicelb"], "true");
+  EXPECT_EQ((*made)["metadata"]["ownerReferences"][0]["name"], pooled);
+  EXPECT_EQ(Pool()["status"]["allocated"]["172.31.9.10"], ns + "/" + pooled);
+
+  // A Service asking for no address stays pending, as on Harvester.
+  const std::string pending = UniqueName("svc");
+  CreatePlaceholder(pending, "");
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_EQ(Ingress(pending), "");
+}
+
 }  // namespace
 }  // namespace caphv::sim::testing

@@ -1,4 +1,5 @@
-// Unit tests for sim/loadbalancer.h: pool selection and LB status.
+// Unit tests for sim/loadbalancer.h: pool selection, LB status, the Service of
+// a `vm` load balancer and what kube-vip announces.
 
 #include "sim/loadbalancer.h"
 
@@ -97,6 +98,86 @@ TEST(LbStatus, PoolAndDhcpShapes) {
   EXPECT_EQ(d["address"], "10.0.20.10");
   EXPECT_FALSE(d.contains("backendServers"));
   EXPECT_EQ(LbErrorStatus("x")["conditions"][0]["status"], "False");
+}
+
+Object VmLb() {
+  return {{"apiVersion", "loadbalancer.harvesterhci.io/v1beta1"},
+          {"kind", "LoadBalancer"},
+          {"metadata", {{"name", "ns-c-lb"}, {"namespace", "hv"}, {"uid", "u-1"}}},
+          {"spec",
+           {{"workloadType", "vm"},
+            {"ipam", "pool"},
+            {"listeners", Object::array({{{"name", "api-server"},
+                                          {"port", 6443},
+                                          {"protocol", "TCP"},
+                                          {"backendPort", 6443}}})}}}};
+}
+
+TEST(LbServesVms, VmOrEmptyWorkloadType) {
+  Object lb = VmLb();
+  EXPECT_TRUE(LbServesVms(lb));
+  lb["spec"].erase("workloadType");
+  EXPECT_TRUE(LbServesVms(lb));
+  lb["spec"]["workloadType"] = "cluster";
+  EXPECT_FALSE(LbServesVms(lb));
+}
+
+TEST(LbService, ShapeOfTheLoadBalancerControllersService) {
+  const Object svc = LbService(VmLb(), "192.168.100.50");
+  EXPECT_EQ(svc["metadata"]["name"], "ns-c-lb");
+  EXPECT_EQ(svc["metadata"]["namespace"], "hv");
+  EXPECT_EQ(svc["metadata"]["labels"]["loadbalancer.harvesterhci.io/servicelb"], "true");
+  EXPECT_EQ(svc["metadata"]["ownerReferences"][0]["kind"], "LoadBalancer");
+  EXPECT_EQ(svc["metadata"]["ownerReferences"][0]["uid"], "u-1");
+  EXPECT_EQ(svc["spec"]["type"], "LoadBalancer");
+  EXPECT_EQ(svc["spec"]["loadBalancerIP"], "192.168.100.50");
+  EXPECT_EQ(
+      svc["spec"]["ports"][0],
+      Object({{"name", "api-server"}, {"protocol", "TCP"}, {"port", 6443}, {"targetPort", 6443}}));
+}
+
+TEST(LbServicePatch, AdoptsAPlaceholderAndLeavesAServingOneAlone) {
+  // A provider's placeholder: same name, asks DHCP, port without targetPort change.
+  Object placeholder = LbService(VmLb(), "0.0.0.0");
+  placeholder["metadata"].erase("ownerReferences");
+  placeholder["spec"]["ports"][0]["nodePort"] = 31000;
+  EXPECT_EQ(LbServicePatch(VmLb(), "192.168.100.50", placeholder),
+            Object({{"spec", {{"loadBalancerIP", "192.168.100.50"}}}}));
+  EXPECT_TRUE(LbServicePatch(VmLb(), "0.0.0.0", placeholder).empty());
+  placeholder["spec"]["ports"][0]["port"] = 443;
+  EXPECT_TRUE(LbServicePatch(VmLb(), "0.0.0.0", placeholder)["spec"].contains("ports"));
+}
+
+TEST(LbVmStatus, AddressFromTheServiceReadyWithBackends) {
+  const Object allocated = {{"ip", "0.0.0.0"}};
+  auto waiting = LbVmStatus(allocated, "", {"10.0.10.5"});
+  EXPECT_FALSE(waiting.contains("address"));
+  EXPECT_EQ(waiting["allocatedAddress"], allocated);
+  EXPECT_EQ(waiting["conditions"][0]["status"], "False");
+  EXPECT_EQ(waiting["conditions"][0]["message"], "service is waiting for external IP");
+  auto no_backend = LbVmStatus(allocated, "10.0.20.10", {});
+  EXPECT_EQ(no_backend["address"], "10.0.20.10");
+  EXPECT_EQ(no_backend["conditions"][0]["status"], "False");
+  EXPECT_EQ(no_backend["conditions"][0]["message"], "no running backend servers");
+  auto ready = LbVmStatus(allocated, "10.0.20.10", {"10.0.10.5"});
+  EXPECT_EQ(ready["conditions"][0]["status"], "True");
+  EXPECT_EQ(ready["backendServers"][0], "10.0.10.5");
+}
+
+TEST(KubeVip, RequestedAddress) {
+  Object svc = {{"metadata", {{"name", "s"}, {"namespace", "n"}}},
+                {"spec", {{"type", "LoadBalancer"}, {"loadBalancerIP", "0.0.0.0"}}}};
+  EXPECT_EQ(KubeVipRequestedAddress(svc), kDhcpAddress);
+  svc["metadata"]["annotations"] = {{kKubeVipIpsAnnotation, " 10.1.1.1 ,10.1.1.2"}};
+  EXPECT_EQ(KubeVipRequestedAddress(svc), "10.1.1.1");
+  svc["metadata"].erase("annotations");
+  svc["spec"].erase("loadBalancerIP");
+  EXPECT_EQ(KubeVipRequestedAddress(svc), "");  // left pending
+  svc["spec"] = {{"type", "ClusterIP"}, {"loadBalancerIP", "10.1.1.1"}};
+  EXPECT_EQ(KubeVipRequestedAddress(svc), "");
+  svc["status"] = {{"loadBalancer", KubeVipServiceStatus("10.0.20.11")}};
+  EXPECT_EQ(ServiceIngressIp(svc), "10.0.20.11");
+  EXPECT_EQ(ServiceIngressIp(Object::object()), "");
 }
 
 }  // namespace
