@@ -166,6 +166,22 @@ PoolView ViewOfPool(const Object& pool, const ClusterObservation& obs) {
   return v;
 }
 
+namespace {
+
+// Whether `have` holds everything `want` sets: objects key by key (keys
+// another writer added are not ours to judge: a server-side apply never
+// removes them), everything else equal.
+bool Covers(const Object& have, const Object& want) {
+  if (!want.is_object()) return have == want;
+  if (!have.is_object()) return false;
+  for (const auto& [k, v] : want.items()) {
+    if (!have.contains(k) || !Covers(have[k], v)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 LoadBalancerView ViewOfLoadBalancer(const Object& lb, const ClusterObservation& obs) {
   LoadBalancerView v;
   v.ours = harvester::OwnedBy(LabelsOf(lb), ClusterIdentityOf(obs));
@@ -178,7 +194,7 @@ LoadBalancerView ViewOfLoadBalancer(const Object& lb, const ClusterObservation& 
     const Object have = lb.value("spec", Object::object());
     for (const auto& [k, want] : (*desired)["spec"].items()) {
       if (k == "description" || k == "healthCheck") continue;  // Harvester may rewrite them
-      if (!have.contains(k) || have[k] != want) v.up_to_date = false;
+      if (!have.contains(k) || !Covers(have[k], want)) v.up_to_date = false;
     }
   }
   return v;

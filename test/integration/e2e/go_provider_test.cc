@@ -18,157 +18,19 @@
 // provider's sources (../shared/third_party next to the checkout, or
 // $CAPHV_THIRD_PARTY) are absent.
 
-#include <cstdlib>
-
-#include "e2e_fixture.h"
+#include "go_provider_fixture.h"
 
 namespace caphv::e2e {
 namespace {
 
-using caphv::testing::RunCommand;
-using caphv::testing::SourcePath;
-
-// The Go provider requeues after 30 s to 1 min between steps.
-constexpr std::chrono::minutes kGoWait{10};
-
-const GroupVersionResource kPvcs{"", "v1", "persistentvolumeclaims", true};
-const GroupVersionResource kServices{"", "v1", "services", true};
-
-constexpr char kGoTarball[] = "cluster-api-provider-harvester-v0.2.9.tar.gz";
-
-std::string ThirdPartyDir() {
-  const char* env = std::getenv("CAPHV_THIRD_PARTY");
-  return env && *env ? std::string(env) : SourcePath("../shared/third_party");
-}
-
-class GoProviderTest : public E2ETest {
- protected:
-  GoProviderTest() { start_manager_ = false; }
-
-  void SetUp() override {
-    E2ETest::SetUp();
-    if (HasFatalFailure()) return;
-    const std::filesystem::path tarball = std::filesystem::path(ThirdPartyDir()) / kGoTarball;
-    if (!std::filesystem::exists(tarball)) {
-      GTEST_SKIP() << "the Go provider's sources are absent (" << tarball.string()
-                   << "; set CAPHV_THIRD_PARTY): scenario skipped";
-    }
-    auto& bed = Testbed::Get();
-    log_path_ = std::filesystem::path(bed.dir()) / "logs" / "caphv-go.log";
-    std::string out;
-    const int rc =
-        RunCommand(TestbedScript() + " start-go-provider --dir '" + bed.dir() + "'", &out);
-    go_started_ = true;  // stop it at TearDown even when the start failed half-way
-    ASSERT_EQ(rc, 0) << "hack/testbed start-go-provider:\n" << out;
-  }
-
-  void TearDown() override {
-    if (go_started_) {
-      if (HasFailure()) PrintGoDiagnostics();
-      // The Go provider deletes what it made while it still runs.
-      mgmt_->Delete(kClusters, ns(), cluster_).IgnoreError();
-      const bool gone = Eventually(
-          [&] {
-            return mgmt_->Get(kClusters, ns(), cluster_).status().IsNotFound() &&
-                   mgmt_->Get(kHarvesterClusters, ns(), cluster_).status().IsNotFound() &&
-                   HarvesterMachines().empty();
-          },
-          kWait, std::chrono::seconds(1));
-      EXPECT_TRUE(gone) << "the Go provider did not delete cluster " << cluster_
-                        << MachinesSummary();
-      std::string out;
-      EXPECT_EQ(
-          RunCommand(TestbedScript() + " stop-go-provider --dir '" + Testbed::Get().dir() + "'",
-                     &out),
-          0)
-          << out;
-      // CAPHV's CRDs back, for the scenarios after this one.
-      const std::string kubectl =
-          "kubectl --kubeconfig '" + Testbed::Get().KubeconfigPath(caphv::testing::kMgmt) + "' ";
-      EXPECT_EQ(RunCommand(kubectl + "apply --server-side --force-conflicts -f " +
-                               SourcePath("config/crd/bases") + " && " + kubectl +
-                               "wait --for condition=established --timeout=60s -f " +
-                               SourcePath("config/crd/bases"),
-                           &out),
-                0)
-          << out;
-    }
-    E2ETest::TearDown();
-  }
-
-  static std::string TestbedScript() { return "'" + SourcePath("hack/testbed") + "'"; }
-
-  void PrintGoDiagnostics() const {
-    std::cout << "---- Harvester namespace " << target_ns_ << ":";
-    for (const auto* gvr : {&kLoadBalancers, &kServices, &kPvcs}) {
-      for (const auto& o : OnHarvester(*gvr)) {
-        std::cout << "\n  " << gvr->resource << "/" << NameOf(o) << " "
-                  << o.value("status", Object::object()).dump();
-      }
-    }
-    std::cout << "\n---- last lines of " << log_path_.string() << " (cut at 600 characters):\n";
-    std::istringstream lines(LastLines(ManagerLog(), 40));
-    for (std::string line; std::getline(lines, line);) std::cout << line.substr(0, 600) << "\n";
-    std::cout << "----\n";
-  }
-
-  // The Go provider's spec for every machine: the fixture's (image disk,
-  // one NIC on default/vlan100) plus an empty 10Gi disk.
-  static Object GoMachineSpec() {
-    Object spec = MachineSpec();
-    spec["volumes"].push_back({{"volumeType", "storageClass"},
-                               {"storageClass", "harvester-longhorn"},
-                               {"volumeSize", "10Gi"}});
-    return spec;
-  }
-
-  bool go_started_ = false;
-};
-
 TEST_F(GoProviderTest, ProvisionsAPoolModeClusterOnTheSimulator) {
-  const auto pools = CreatePools({5, 3});
-  const Pool& vm_pool = pools[0];
-  const Pool& lb_pool = pools[1];
-  Object spec = HarvesterClusterSpec();
-  spec["loadBalancerConfig"] = {{"ipamType", "pool"}, {"ipPoolRef", lb_pool.name}};
-  spec["vmNetworkConfig"] = VmNetworkConfig({vm_pool});
-  CreateCluster(spec);
-  const std::string cp = cluster_ + "-cp-0";
-  CreateMachine(cp, true, GoMachineSpec());
-  CreateMachineDeployment(cluster_ + "-md", 2, GoMachineSpec());
-
-  // Every Machine Running with its Node and its infrastructure provisioned.
-  std::vector<Object> machines;
-  const auto t0 = std::chrono::steady_clock::now();
-  ASSERT_TRUE(Eventually(
-      [&] {
-        machines = Machines();
-        if (machines.size() != 3) return false;
-        for (const auto& m : machines) {
-          if (Str(m, "/status/phase") != "Running" || Str(m, "/status/nodeRef/name").empty() ||
-              !m.value("status", Object::object()).value("infrastructureReady", false)) {
-            return false;
-          }
-        }
-        return true;
-      },
-      kGoWait, std::chrono::seconds(1)))
-      << "Machines not all Running:" << MachinesSummary();
-  std::cout << "[ go-provider ] 3 Machines Running after "
-            << std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() -
-                                                                t0)
-                   .count()
-            << " s\n";
-
-  // The control plane's load balancer: LoadBalancerReady on the HarvesterCluster.
-  Object hc;
-  ASSERT_TRUE(Eventually(
-      [&] {
-        hc = HarvesterClusterObject();
-        return ConditionTrue(hc, "LoadBalancerReady");
-      },
-      kGoWait, std::chrono::seconds(1)))
-      << hc.dump(2);
+  const GoCluster go = ProvisionWithGo();
+  ASSERT_FALSE(HasFailure());
+  const Pool& vm_pool = go.vm_pool;
+  const Pool& lb_pool = go.lb_pool;
+  const std::string& cp = go.control_plane;
+  const std::vector<Object>& machines = go.machines;
+  const Object hc = HarvesterClusterObject();
   EXPECT_TRUE(hc.value("status", Object::object()).value("ready", false));
   const std::string endpoint = Str(hc, "/spec/controlPlaneEndpoint/host");
   EXPECT_EQ(hc["spec"]["controlPlaneEndpoint"].value("port", 0), 6443);

@@ -332,6 +332,12 @@ TEST(ClusterPlanTest, LoadBalancerViewsIgnoreWhatHarvesterRewrites) {
   v = ViewOfLoadBalancer(lb, o);
   EXPECT_TRUE(v.up_to_date);
   EXPECT_EQ(v.endpoint, (harvester::Endpoint{"10.8.0.5", 6443}));
+  // A selector key the Go provider left on a load balancer CAPHV adopted
+  // stays (an apply never removes it): up to date, or every reconcile would
+  // apply again.
+  lb["spec"]["backendServerSelector"]["harvestercluster/machinetype"] =
+      Object::array({"controlplane-c1"});
+  EXPECT_TRUE(ViewOfLoadBalancer(lb, o).up_to_date);
   lb["spec"]["ipam"] = "pool";
   EXPECT_FALSE(ViewOfLoadBalancer(lb, o).up_to_date);
   lb["metadata"]["labels"][std::string(harvester::kLabelClusterId)] = "someone-else";
