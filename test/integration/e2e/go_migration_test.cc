@@ -23,11 +23,16 @@ namespace caphv::e2e {
 namespace {
 
 const std::set<std::string> kMachineTypes = {
-    "Ready",          "Paused",        "InfrastructureReady", "BootstrapDataReady",
-    "VMIPAllocated",  "MachineCreated", "VMProvisioningReady", "NodeRegistered"};
-const std::set<std::string> kClusterTypes = {
-    "Ready",         "Paused",           "HarvesterConnectionReady", "TargetNamespaceReady",
-    "VMIPPoolReady", "LoadBalancerReady", "InfrastructureReady",      "CloudProviderConfigReady"};
+    "Ready",         "Paused",         "InfrastructureReady", "BootstrapDataReady",
+    "VMIPAllocated", "MachineCreated", "VMProvisioningReady", "NodeRegistered"};
+const std::set<std::string> kClusterTypes = {"Ready",
+                                             "Paused",
+                                             "HarvesterConnectionReady",
+                                             "TargetNamespaceReady",
+                                             "VMIPPoolReady",
+                                             "LoadBalancerReady",
+                                             "InfrastructureReady",
+                                             "CloudProviderConfigReady"};
 
 // Conditions a user would not expect from CAPHV: without a reason, or of a
 // type CAPHV does not report; "" when all are in CAPHV's shape.
@@ -41,8 +46,7 @@ std::string ForeignConditions(const Object& o, const std::set<std::string>& type
 }
 
 std::string LabelOf(const Object& o, const std::string& key) {
-  const Object labels =
-      o.value("metadata", Object::object()).value("labels", Object::object());
+  const Object labels = o.value("metadata", Object::object()).value("labels", Object::object());
   return labels.value(key, "");
 }
 
@@ -110,7 +114,8 @@ TEST_F(GoMigrationTest, CaphvTakesOverAGoProviderClusterThenScalesAndDeletesIt) 
   }
   const Object hc = HarvesterClusterObject();
   EXPECT_FALSE(
-      Str(hc, "/metadata/annotations/harvester.infrastructure.cluster.x-k8s.io~1management-cluster-id")
+      Str(hc,
+          "/metadata/annotations/harvester.infrastructure.cluster.x-k8s.io~1management-cluster-id")
           .empty());
   auto lb = harvester_->Get(kLoadBalancers, target_ns_, lb_name);
   ASSERT_TRUE(lb.ok()) << lb.status().ToString();

@@ -157,8 +157,8 @@ class GoProviderTest : public E2ETest {
         kGoWait, std::chrono::seconds(1)))
         << "Machines not all Running:" << MachinesSummary();
     std::cout << "[ go-provider ] 3 Machines Running after "
-              << std::chrono::duration_cast<std::chrono::seconds>(
-                     std::chrono::steady_clock::now() - t0)
+              << std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() -
+                                                                  t0)
                      .count()
               << " s\n";
     // The control plane's load balancer: LoadBalancerReady on the HarvesterCluster.
@@ -177,9 +177,9 @@ class GoProviderTest : public E2ETest {
   // its own, caphv-manager started (its log: e2e-<test>.log).
   void MigrateToCaphv() {
     std::string out;
-    ASSERT_EQ(
-        RunCommand(TestbedScript() + " stop-go-provider --dir '" + Testbed::Get().dir() + "'", &out),
-        0)
+    ASSERT_EQ(RunCommand(TestbedScript() + " stop-go-provider --dir '" + Testbed::Get().dir() + "'",
+                         &out),
+              0)
         << out;
     ApplyCaphvCrds();
     migrated_ = true;
