@@ -72,6 +72,7 @@ kube::StatusOr<Environment> ParseEnvironment(const std::string& yaml) {
       env.pools.push_back(pool);
     }
     if (d.contains("lbDhcp")) env.lb_dhcp = RangeFrom(d["lbDhcp"]);
+    env.vip = d.value("vip", "");
   } catch (const nlohmann::json::exception& e) {
     return Status(StatusCode::kInvalidArgument, std::string("environment: ") + e.what());
   }
@@ -93,6 +94,7 @@ kube::StatusOr<Environment> LoadEnvironment(const std::string& path) {
 kube::StatusOr<kube::GroupVersionResource> GvrOf(const Object& o) {
   static const std::map<std::pair<std::string, std::string>, kube::GroupVersionResource> kKinds = {
       {{"v1", "Namespace"}, gvr::kNamespaces},
+      {{"v1", "Service"}, kube::resources::kServices},
       {{"apps/v1", "Deployment"}, kube::resources::kDeployments},
       {{"rbac.authorization.k8s.io/v1", "ClusterRole"}, kube::resources::kClusterRoles},
       {{"apiextensions.k8s.io/v1", "CustomResourceDefinition"},
@@ -236,6 +238,22 @@ kube::StatusOr<Object> PoolObject(const EnvPool& p) {
   return pool;
 }
 
+Object IngressExposeService(const std::string& vip) {
+  auto port = [](const char* name, int number) {
+    return Object{{"name", name}, {"port", number}, {"protocol", "TCP"}, {"targetPort", number}};
+  };
+  return {{"apiVersion", "v1"},
+          {"kind", "Service"},
+          {"metadata",
+           {{"name", "ingress-expose"},
+            {"namespace", "kube-system"},
+            {"annotations", {{"kube-vip.io/loadbalancerIPs", vip}}}}},
+          {"spec",
+           {{"type", "LoadBalancer"},
+            {"ports", Object::array({port("https-internal", 443), port("http", 80)})},
+            {"selector", {{"app.kubernetes.io/name", "rke2-ingress-nginx"}}}}}};
+}
+
 kube::StatusOr<std::vector<Object>> SeedObjects(const Environment& env) {
   std::vector<Object> out;
   std::set<std::string> namespaces;
@@ -255,6 +273,7 @@ kube::StatusOr<std::vector<Object>> SeedObjects(const Environment& env) {
     CAPHV_ASSIGN_OR_RETURN(auto pool, PoolObject(p));
     out.push_back(std::move(pool));
   }
+  if (!env.vip.empty()) out.push_back(IngressExposeService(env.vip));
   return out;
 }
 

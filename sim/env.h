@@ -48,6 +48,10 @@ struct Environment {
   std::vector<EnvNetwork> networks;
   std::vector<EnvPool> pools;
   std::optional<EnvRange> lb_dhcp;  // addresses for DHCP-mode load balancers
+  // The cluster's virtual IP, which Harvester announces through the
+  // kube-system/ingress-expose Service (kube-vip.io/loadbalancerIPs); ""
+  // leaves that Service out.
+  std::string vip;
 };
 
 kube::StatusOr<Environment> ParseEnvironment(const std::string& yaml);
@@ -94,6 +98,9 @@ kube::Object ImageObject(const EnvImage& image);
 kube::Object ImageStorageClass(const EnvImage& image);
 kube::Object KeyPairObject(const EnvKeyPair& keypair);
 kube::Object NadObject(const EnvNetwork& network);
+// kube-system/ingress-expose: Harvester's VIP as kube-vip announces it (the
+// Go provider reads the cloud provider's server address from it).
+kube::Object IngressExposeService(const std::string& vip);
 kube::StatusOr<kube::Object> PoolObject(const EnvPool& pool);
 // Every seed object of the environment, namespaces first.
 kube::StatusOr<std::vector<kube::Object>> SeedObjects(const Environment& env);

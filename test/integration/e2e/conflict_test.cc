@@ -41,7 +41,8 @@ TEST_F(ConflictTest, VmsOfAnotherClusterOrOfNobodyAreNeverTouched) {
   ASSERT_TRUE(target.ok()) << target.status().ToString();
   const std::string theirs = cluster_ + "-theirs";
   const std::string by_hand = cluster_ + "-by-hand";
-  const auto other_cluster = harvester::ClusterLabels({"another-management-cluster", ns(), cluster_});
+  const auto other_cluster =
+      harvester::ClusterLabels({"another-management-cluster", ns(), cluster_});
   const std::map<std::string, Object> before = {{theirs, ForeignVm(theirs, other_cluster)},
                                                 {by_hand, ForeignVm(by_hand, {})}};
   ASSERT_FALSE(HasFailure());

@@ -10,8 +10,9 @@
 //   - the workers are scaled 2 -> 3 -> 1: the new machine gets one VM and
 //     one address, the removed ones leave nothing behind;
 //   - the Cluster is deleted: nothing is left on Harvester, including what
-//     the Go provider itself would have left (its placeholder Service), and
-//     every pool entry is released.
+//     the Go provider itself would have left (its placeholder Service, its
+//     cloud-provider ServiceAccount and ClusterRoleBinding), and every pool
+//     entry is released.
 // See docs/adoption.md for the identity rule this exercises.
 
 #include <set>
@@ -50,11 +51,43 @@ std::string LabelOf(const Object& o, const std::string& key) {
   return labels.value(key, "");
 }
 
-class GoMigrationTest : public GoProviderTest {};
+class GoMigrationTest : public GoProviderTest {
+ protected:
+  // The cloud-init Secrets in the target namespace with `selector`.
+  size_t CloudInitSecrets(const std::string& selector) const {
+    size_t n = 0;
+    for (const auto& s : OnHarvester(kSecretsGvr, selector)) {
+      n += NameOf(s).ends_with("-cloud-init");
+    }
+    return n;
+  }
+};
 
 TEST_F(GoMigrationTest, CaphvTakesOverAGoProviderClusterThenScalesAndDeletesIt) {
-  const GoCluster go = ProvisionWithGo();
+  // With the cloud provider's credentials, which the Go provider makes as a
+  // ServiceAccount and a ClusterRoleBinding named after the Cluster.
+  Object cm = {{"apiVersion", "v1"},
+               {"kind", "ConfigMap"},
+               {"metadata", {{"name", "cloud-config-addon"}, {"namespace", ns()}}},
+               {"data",
+                {{"cloud-config.yaml",
+                  "apiVersion: v1\nkind: Namespace\nmetadata:\n  "
+                  "name: addon\n"}}}};
+  ASSERT_TRUE(mgmt_->Create(kube::resources::kConfigMaps, ns(), cm).ok());
+  const GoCluster go = ProvisionWithGo({{"updateCloudProviderConfig",
+                                         {{"manifestsConfigMapNamespace", ns()},
+                                          {"manifestsConfigMapName", "cloud-config-addon"},
+                                          {"manifestsConfigMapKey", "cloud-config.yaml"},
+                                          {"cloudConfigCredentialsSecretName", "cloud-config"},
+                                          {"cloudConfigCredentialsSecretKey", "cloud-config"}}}});
   ASSERT_FALSE(HasFailure());
+  ASSERT_TRUE(Eventually(
+      [&] {
+        return harvester_->Get(kube::resources::kServiceAccounts, target_ns_, cluster_).ok() &&
+               harvester_->Get(kube::resources::kClusterRoleBindings, "", cluster_).ok();
+      },
+      kGoWait, kPoll))
+      << "the Go provider made no cloud-provider ServiceAccount/ClusterRoleBinding";
   std::map<std::string, std::string> uid_of;  // VM name -> uid, as the Go provider made them
   for (const auto& vm : OnHarvester(kVirtualMachines)) uid_of[NameOf(vm)] = kube::UidOf(vm);
   ASSERT_EQ(uid_of.size(), 3u);
@@ -141,7 +174,7 @@ TEST_F(GoMigrationTest, CaphvTakesOverAGoProviderClusterThenScalesAndDeletesIt) 
         return OnHarvester(kVirtualMachines).size() == 2 &&
                Allocated(go.vm_pool.name).size() == 2 &&
                OnHarvester(kPvcs).size() == 4 &&  // two disks each
-               OnHarvester(kSecretsGvr, id_label + "=" + cluster_id).size() == 2;
+               CloudInitSecrets(id_label + "=" + cluster_id) == 2;
       },
       kWait, kPoll))
       << "VMs " << ::testing::PrintToString(NamesOnHarvester(kVirtualMachines)) << " PVCs "
@@ -155,6 +188,8 @@ TEST_F(GoMigrationTest, CaphvTakesOverAGoProviderClusterThenScalesAndDeletesIt) 
         return OnHarvester(kVirtualMachines).empty() && OnHarvester(kPvcs).empty() &&
                OnHarvester(kLoadBalancers).empty() &&
                !harvester_->Get(kServices, target_ns_, lb_name).ok() &&
+               !harvester_->Get(kube::resources::kServiceAccounts, target_ns_, cluster_).ok() &&
+               !harvester_->Get(kube::resources::kClusterRoleBindings, "", cluster_).ok() &&
                Allocated(go.vm_pool.name).empty() && Allocated(go.lb_pool.name).empty();
       },
       kWait, kPoll))

@@ -127,7 +127,8 @@ class GoProviderTest : public E2ETest {
     std::vector<Object> machines;
   };
 
-  GoCluster ProvisionWithGo() {
+  // `extra`: more of the HarvesterCluster spec (merged over the pool-mode one).
+  GoCluster ProvisionWithGo(const Object& extra = Object::object()) {
     GoCluster c;
     const auto pools = CreatePools({5, 3});
     c.vm_pool = pools[0];
@@ -135,6 +136,7 @@ class GoProviderTest : public E2ETest {
     Object spec = HarvesterClusterSpec();
     spec["loadBalancerConfig"] = {{"ipamType", "pool"}, {"ipPoolRef", c.lb_pool.name}};
     spec["vmNetworkConfig"] = VmNetworkConfig({c.vm_pool});
+    spec.merge_patch(extra);
     CreateCluster(spec);
     c.control_plane = cluster_ + "-cp-0";
     CreateMachine(c.control_plane, true, GoMachineSpec());

@@ -61,6 +61,23 @@ TEST(Environment, DefaultSeedParses) {
   for (const auto& o : *objects) EXPECT_TRUE(GvrOf(o).ok()) << o.dump();
 }
 
+TEST(Environment, TheVipIsAnnouncedThroughIngressExpose) {
+  auto env = ParseEnvironment("vip: 10.0.10.5\n");
+  ASSERT_TRUE(env.ok()) << env.status().ToString();
+  auto objects = SeedObjects(*env);
+  ASSERT_TRUE(objects.ok());
+  ASSERT_EQ(objects->size(), 1u);
+  const auto& svc = objects->front();
+  EXPECT_EQ(kube::NamespaceOf(svc), "kube-system");
+  EXPECT_EQ(kube::NameOf(svc), "ingress-expose");
+  EXPECT_EQ(svc["spec"]["type"], "LoadBalancer");
+  EXPECT_EQ(svc["metadata"]["annotations"]["kube-vip.io/loadbalancerIPs"], "10.0.10.5");
+  // Without a VIP there is no such Service.
+  auto none = ParseEnvironment("");
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(SeedObjects(*none)->empty());
+}
+
 TEST(Environment, RejectsIncompleteEntries) {
   EXPECT_FALSE(ParseEnvironment("images: [{displayName: x}]").ok());
   EXPECT_FALSE(ParseEnvironment("keypairs: [{name: k}]").ok());
