@@ -169,9 +169,11 @@ class GoInstallTest : public ::testing::Test {
       ASSERT_EQ(Kubectl("wait --for condition=established --timeout=60s crd/" + name, &out), 0)
           << out;
     }
+    ready_ = true;
   }
 
   static void TearDownTestSuite() {
+    ready_ = false;
     for (const auto& name : installed_cert_manager_crds_) {
       Kubectl("delete crd " + name + " --ignore-not-found --timeout=60s", nullptr);
     }
@@ -185,6 +187,7 @@ class GoInstallTest : public ::testing::Test {
       GTEST_SKIP() << "the Go provider's source (" << upstream::kArchive << ") is not at "
                    << looked_at_ << "; set CAPHV_GO_PROVIDER_SOURCE to run this test";
     }
+    ASSERT_TRUE(ready_) << "the suite's set-up failed (see above)";
     crds_before_.clear();
     for (const auto& crd : kCaphvCrds) {
       if (Kubectl("get crd " + crd, nullptr) == 0) crds_before_.insert(crd);
@@ -193,7 +196,7 @@ class GoInstallTest : public ::testing::Test {
   }
 
   void TearDown() override {
-    if (go_docs_.empty()) return;
+    if (!ready_) return;
     RemoveInstall();
     // CRDs that were there go back to config/crd/bases exactly (a merge over
     // the Go provider's may have kept its labels), applied server-side as the
@@ -552,6 +555,7 @@ class GoInstallTest : public ::testing::Test {
   static inline std::vector<Json> go_docs_;
   static inline std::vector<Json> our_docs_;
   static inline std::vector<std::string> installed_cert_manager_crds_;
+  static inline bool ready_ = false;
   std::set<std::string> crds_before_;
 };
 
