@@ -11,6 +11,9 @@
 #         next to the checkout) into $CAPHV_CACHE_DIR/bin/caphv-go-<version>-<tarball digest>/,
 #         with config/{crd/bases,infrastructure-components.yaml,crds.yaml}. Skipped, with one
 #         message, when the tarball is absent.
+#   cert-manager: no binary; cert-manager's CRDs (deploy/crds/ of the module
+#         github.com/cert-manager/cert-manager, rendered as its static install renders them) in
+#         crds/, for the install test that applies the Go provider's Issuer and Certificate.
 #
 # Prints nothing when everything is cached. Usage: build-testbins.sh [family...]
 set -euo pipefail
@@ -23,6 +26,7 @@ KUBE_VERSION=v1.33.13
 ETCD_VERSION=v3.5.21
 CAPI_VERSION=v1.10.10
 CAPHV_GO_VERSION=v0.2.9
+CERT_MANAGER_VERSION=v1.18.2
 third_party=${CAPHV_THIRD_PARTY:-$root/../shared/third_party}
 caphv_go_tarball=$third_party/cluster-api-provider-harvester-$CAPHV_GO_VERSION.tar.gz
 
@@ -89,6 +93,40 @@ build_caphv_go() {
   ) 9>"$dir/.lock"
 }
 
+# cert-manager's CRDs from its module's deploy/crds/, verified against the wrapper module's
+# go.sum. Those files are the Helm chart's CRD templates: the template expressions sit in YAML
+# comments, except three label values, which get the values of cert-manager's static install
+# (release and chart name "cert-manager"); anything else left of a template fails the build.
+fetch_cert_manager_crds() {
+  local dir src f out
+  dir=$(bin_dir cert-manager "$CERT_MANAGER_VERSION")
+  [ -d "$dir/crds" ] && return 0
+  mkdir -p "$dir"
+  (
+    flock 9
+    [ -d "$dir/crds" ] && exit 0
+    src=$(cd "$root/tools/testbins/cert-manager" &&
+      go mod download -json "github.com/cert-manager/cert-manager@$CERT_MANAGER_VERSION" |
+      sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+    [ -d "$src/deploy/crds" ] || {
+      echo "testbins: cert-manager $CERT_MANAGER_VERSION: no deploy/crds in the module" >&2
+      exit 1
+    }
+    rm -rf "$dir/crds.tmp"
+    mkdir -p "$dir/crds.tmp"
+    for f in "$src"/deploy/crds/crd-*.yaml; do
+      out="$dir/crds.tmp/$(basename "$f")"
+      sed -e "s/'{{ template \"cert-manager.name\" . }}'/cert-manager/" \
+        -e "s/'{{ .Release.Name }}'/cert-manager/" "$f" >"$out"
+      if grep -v '^ *#' "$out" | grep -q '{{'; then
+        echo "testbins: cert-manager $CERT_MANAGER_VERSION: unrendered template in $(basename "$f")" >&2
+        exit 1
+      fi
+    done
+    mv "$dir/crds.tmp" "$dir/crds"
+  ) 9>"$dir/.lock"
+}
+
 # build FAMILY VERSION LDFLAGS TAGS "out=package ..."
 build() {
   local family=$1 version=$2 ldflags=$3 tags=$4 targets=$5 dir out pkg t start
@@ -117,7 +155,7 @@ build() {
 }
 
 families=("$@")
-[ "${#families[@]}" -eq 0 ] && families=(kube etcd capi caphv-go)
+[ "${#families[@]}" -eq 0 ] && families=(kube etcd capi caphv-go cert-manager)
 
 for f in "${families[@]}"; do
   case $f in
@@ -165,6 +203,11 @@ for f in "${families[@]}"; do
       mkdir -p "$cache/bin/current"
       ln -sfn "$(caphv_go_dir)/caphv-go" "$cache/bin/current/caphv-go"
       ln -sfn "$(caphv_go_dir)/config" "$cache/bin/current/caphv-go-config"
+      ;;
+    cert-manager)
+      fetch_cert_manager_crds
+      mkdir -p "$cache/bin/current"
+      ln -sfn "$(bin_dir cert-manager "$CERT_MANAGER_VERSION")/crds" "$cache/bin/current/cert-manager-crds"
       ;;
     *) echo "testbins: unknown family '$f'" >&2; exit 2 ;;
   esac
