@@ -18,8 +18,7 @@
 // only when the Go provider's sources (../shared/third_party next to the
 // checkout, or $CAPHV_THIRD_PARTY) are absent.
 //
-// Header-only (the CMake glob builds only *_test.cc). Thread safety: test
-// thread only.
+// Header-only. Thread safety: test thread only.
 
 #pragma once
 

@@ -1,7 +1,6 @@
 // File: test/integration/sim/harness_test.cc
 //
-// The fixture of sim_fixture.h (named *_test.cc so that the integration
-// binary picks it up; it defines no tests itself).
+// The fixture of sim_fixture.h (it defines no tests itself).
 
 #include <fcntl.h>
 #include <signal.h>
