@@ -282,7 +282,8 @@ class E2ETest : public ::testing::Test {
 
   // Starts caphv-manager for this test's namespace with `extra` flags, its
   // log appended to `log_path`, and waits until /readyz answers 200 (for a
-  // replica that does not lead: its caches synced).
+  // replica that does not lead: its caches synced). Its management cluster
+  // is `manager_kubeconfig_`, the bed's mgmt when empty.
   void LaunchManager(const std::vector<std::string>& extra, const std::filesystem::path& log_path,
                      Launched* out) {
     auto& bed = Testbed::Get();
@@ -290,7 +291,9 @@ class E2ETest : public ::testing::Test {
     out->metrics_port = FreePort();
     std::vector<std::string> args = {caphv::testing::BuildPath("cmd/caphv-manager/caphv-manager"),
                                      "--kubeconfig",
-                                     bed.KubeconfigPath(caphv::testing::kMgmt),
+                                     manager_kubeconfig_.empty()
+                                         ? bed.KubeconfigPath(caphv::testing::kMgmt)
+                                         : manager_kubeconfig_,
                                      "--namespace",
                                      ns(),
                                      "--metrics-bind-address",
@@ -742,7 +745,8 @@ class E2ETest : public ::testing::Test {
   std::unique_ptr<caphv::testing::ScopedNamespace> ns_;
   std::string cluster_, target_ns_;
   std::filesystem::path log_path_;
-  bool start_manager_ = true;  // SetUp starts `manager_`
+  bool start_manager_ = true;       // SetUp starts `manager_`
+  std::string manager_kubeconfig_;  // LaunchManager's --kubeconfig; "" = the bed's mgmt
   std::unique_ptr<ManagerProcess> manager_;
   int metrics_port_ = 0;
   int probe_port_ = 0;
