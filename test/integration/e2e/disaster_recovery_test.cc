@@ -453,6 +453,15 @@ TEST_F(DisasterRecoveryTest, BackupRestoredOnAFreshManagementClusterAdoptsEveryt
   deleting.clear();
   EXPECT_EQ(RestoredObjects(mgmt2, &deleting), restored);
   EXPECT_EQ(deleting, "");
+  // The check of docs/operations.md prints nothing.
+  out.clear();
+  EXPECT_EQ(RunCommand(kubectl2 + "get clusters,machinedeployments,machinesets,machines," +
+                           "harvesterclusters,harvestermachines -A -o jsonpath='{range " +
+                           ".items[?(@.metadata.deletionTimestamp)]}{.kind}/{.metadata.name}" +
+                           "{\"\\n\"}{end}'",
+                       &out),
+            0);
+  EXPECT_EQ(out, "");
 
   // Unpaused: Cluster API and CAPHV take the cluster over.
   ASSERT_EQ(RunCommand(kubectl2 + "-n " + ns() + " patch cluster " + cluster_ +
