@@ -9,7 +9,7 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config clang-format clang-tidy
   libboost1.81-dev libcurl4-openssl-dev libssl-dev nlohmann-json3-dev libyaml-cpp-dev
   prometheus-cpp-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
-  openssl curl time procps
+  openssl curl time procps yq
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -1,24 +1,25 @@
 # shellcheck shell=bash
 # Optional parts of the test bed, sourced by hack/testbed:
-#   tb_up_capi       Cluster API core CRDs + webhooks + manager against mgmt
-#   tb_up_harvester  the Harvester simulator (caphv-sim) against harvester
-# Both run after the three clusters are ready and use the variables set by
-# cmd_up (DIR, CACHE, TIMEOUT, ports, binaries).
+#   tb_up_capi [NAME] Cluster API core CRDs + webhooks + manager against mgmt
+#                     (or against the management cluster NAME of `add-cluster`)
+#   tb_up_harvester   the Harvester simulator (caphv-sim) against harvester
+# Both run after the clusters are ready and use the variables set by cmd_up
+# or cmd_add_cluster (DIR, CACHE, TIMEOUT, ports, binaries).
 
 # ---------------------------------------------------------------------------
 # Cluster API core manager as a local process. Its webhooks are registered
 # with clientConfig.url=https://127.0.0.1:<port><path> and the bed's CA, the
 # way CAPI's own envtest does it.
 
-# Rewrites CAPI's webhook configurations (YAML file $1) for a local server;
-# prints a JSON List. Reads YAML with PyYAML when present, otherwise lets
-# kubectl (against mgmt) turn it into a stream of JSON objects.
+# Rewrites CAPI's webhook configurations (YAML file $1) for a local server on
+# port $2; prints a JSON List. Reads YAML with PyYAML when present, otherwise
+# lets kubectl (kubeconfig $3) turn it into a stream of JSON objects.
 tb_capi_webhooks_json() {
   local mode=json
   python3 -c 'import yaml' 2>/dev/null && mode=yaml
   {
     if [ "$mode" = yaml ]; then cat "$1"; else
-      kubectl --kubeconfig "$DIR/mgmt.kubeconfig" create --dry-run=client -o json -f "$1"
+      kubectl --kubeconfig "$3" create --dry-run=client -o json -f "$1"
     fi
   } | python3 -c '
 import base64, json, sys
@@ -50,44 +51,55 @@ for obj in items:
 if not items:
     sys.exit("no webhook configurations found")
 json.dump({"apiVersion": "v1", "kind": "List", "items": items}, sys.stdout)
-' "$mode" "$CAPI_WEBHOOK_PORT" "$DIR/pki/ca.crt"
+' "$mode" "$2" "$DIR/pki/ca.crt"
 }
 
+# tb_up_capi [NAME]: NAME is mgmt (default: the process `capi`, files in
+# DIR/capi, env keys CAPI_*, ports $CAPI_*_PORT) or a management cluster added
+# by `add-cluster` (process `capi-NAME`, DIR/capi-NAME, env keys NAME_CAPI_*,
+# ports $NAME_CAPI_*_PORT).
 tb_up_capi() {
-  local t0 config="$CACHE/bin/current/config" kc="$DIR/mgmt.kubeconfig" deadline
+  local name=${1:-mgmt} t0 config="$CACHE/bin/current/config" kc deadline comp cdir key
+  local webhook_port health_port diag_port
+  kc="$DIR/$name.kubeconfig"
+  if [ "$name" = mgmt ]; then comp=capi key=CAPI; else comp=capi-$name key=${name^^}_CAPI; fi
+  cdir="$DIR/$comp"
+  webhook_port=${key}_WEBHOOK_PORT health_port=${key}_HEALTH_PORT diag_port=${key}_DIAGNOSTICS_PORT
+  webhook_port=${!webhook_port} health_port=${!health_port} diag_port=${!diag_port}
   t0=$(tb_now_ms)
   if [ ! -d "$config/crd/bases" ] || [ ! -f "$config/webhook/manifests.yaml" ]; then
     tb_die "Cluster API manifests not found in $config; run hack/build-testbins.sh capi"
   fi
-  mkdir -p "$DIR/capi/certs"
-  cp "$DIR/pki/serving.crt" "$DIR/capi/certs/tls.crt"
-  cp "$DIR/pki/serving.key" "$DIR/capi/certs/tls.key"
+  mkdir -p "$cdir/certs"
+  cp "$DIR/pki/serving.crt" "$cdir/certs/tls.crt"
+  cp "$DIR/pki/serving.key" "$cdir/certs/tls.key"
 
   # CRDs straight from bases/: v1.10 serves only v1beta1, no conversion needed.
   # Server-side apply: some CRDs are too big for the last-applied annotation.
-  kubectl --kubeconfig "$kc" apply --server-side -f "$config/crd/bases" >>"$DIR/logs/capi-install.log" 2>&1 ||
-    tb_fail_with_log capi-install "applying Cluster API CRDs failed"
+  kubectl --kubeconfig "$kc" apply --server-side -f "$config/crd/bases" >>"$DIR/logs/$comp-install.log" 2>&1 ||
+    tb_fail_with_log "$comp-install" "applying Cluster API CRDs failed"
   kubectl --kubeconfig "$kc" wait --for=condition=Established --timeout="${TIMEOUT}s" \
-    -f "$config/crd/bases" >>"$DIR/logs/capi-install.log" 2>&1 ||
-    tb_fail_with_log capi-install "Cluster API CRDs not established"
-  tb_capi_webhooks_json "$config/webhook/manifests.yaml" >"$DIR/capi/webhooks.json" 2>>"$DIR/logs/capi-install.log" ||
-    tb_fail_with_log capi-install "rewriting $config/webhook/manifests.yaml failed"
-  kubectl --kubeconfig "$kc" apply --server-side -f "$DIR/capi/webhooks.json" >>"$DIR/logs/capi-install.log" 2>&1 ||
-    tb_fail_with_log capi-install "registering Cluster API webhooks failed"
+    -f "$config/crd/bases" >>"$DIR/logs/$comp-install.log" 2>&1 ||
+    tb_fail_with_log "$comp-install" "Cluster API CRDs not established"
+  tb_capi_webhooks_json "$config/webhook/manifests.yaml" "$webhook_port" "$kc" >"$cdir/webhooks.json" \
+    2>>"$DIR/logs/$comp-install.log" ||
+    tb_fail_with_log "$comp-install" "rewriting $config/webhook/manifests.yaml failed"
+  kubectl --kubeconfig "$kc" apply --server-side -f "$cdir/webhooks.json" >>"$DIR/logs/$comp-install.log" 2>&1 ||
+    tb_fail_with_log "$comp-install" "registering Cluster API webhooks failed"
 
-  tb_start capi "$CAPI_BIN" --kubeconfig="$kc" \
-    --webhook-port="$CAPI_WEBHOOK_PORT" --webhook-cert-dir="$DIR/capi/certs" \
-    --health-addr="127.0.0.1:$CAPI_HEALTH_PORT" \
-    --diagnostics-address="127.0.0.1:$CAPI_DIAGNOSTICS_PORT" --insecure-diagnostics \
+  tb_start "$comp" "$CAPI_BIN" --kubeconfig="$kc" \
+    --webhook-port="$webhook_port" --webhook-cert-dir="$cdir/certs" \
+    --health-addr="127.0.0.1:$health_port" \
+    --diagnostics-address="127.0.0.1:$diag_port" --insecure-diagnostics \
     --leader-elect=false --feature-gates=ClusterTopology=true
-  tb_env_set CAPI_PID "$(<"$DIR/run/capi.pid")"
-  tb_env_set CAPI_WEBHOOK_PORT "$CAPI_WEBHOOK_PORT"
-  tb_env_set CAPI_HEALTH_PORT "$CAPI_HEALTH_PORT"
-  tb_env_set CAPI_DIAGNOSTICS_PORT "$CAPI_DIAGNOSTICS_PORT"
+  tb_env_set "${key}_PID" "$(<"$DIR/run/$comp.pid")"
+  tb_env_set "${key}_WEBHOOK_PORT" "$webhook_port"
+  tb_env_set "${key}_HEALTH_PORT" "$health_port"
+  tb_env_set "${key}_DIAGNOSTICS_PORT" "$diag_port"
 
   # Ready = health endpoint OK and a Cluster passes the webhooks (dry run).
   deadline=$(($(date +%s) + TIMEOUT))
-  until tb_http_ok "http://127.0.0.1:$CAPI_HEALTH_PORT/readyz" &&
+  until tb_http_ok "http://127.0.0.1:$health_port/readyz" &&
     kubectl --kubeconfig "$kc" create --dry-run=server -o name -f - >/dev/null 2>&1 <<'EOF'; do
 apiVersion: cluster.x-k8s.io/v1beta1
 kind: Cluster
@@ -96,11 +108,11 @@ metadata:
   namespace: default
 spec: {}
 EOF
-    tb_alive capi || tb_fail_with_log capi "Cluster API manager exited"
-    [ "$(date +%s)" -lt "$deadline" ] || tb_fail_with_log capi "Cluster API manager not ready after ${TIMEOUT}s"
+    tb_alive "$comp" || tb_fail_with_log "$comp" "Cluster API manager exited"
+    [ "$(date +%s)" -lt "$deadline" ] || tb_fail_with_log "$comp" "Cluster API manager not ready after ${TIMEOUT}s"
     sleep 0.5
   done
-  tb_log "Cluster API ready in $((($(tb_now_ms) - t0) / 1000))s"
+  tb_log "Cluster API ready on '$name' in $((($(tb_now_ms) - t0) / 1000))s"
 }
 
 # ---------------------------------------------------------------------------

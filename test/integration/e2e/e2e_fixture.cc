@@ -102,15 +102,16 @@ void E2ETest::LaunchManager(const std::vector<std::string>& extra,
   auto& bed = Testbed::Get();
   out->probe_port = FreePort();
   out->metrics_port = FreePort();
-  std::vector<std::string> args = {caphv::testing::BuildPath("cmd/caphv-manager/caphv-manager"),
-                                   "--kubeconfig",
-                                   bed.KubeconfigPath(caphv::testing::kMgmt),
-                                   "--namespace",
-                                   ns(),
-                                   "--metrics-bind-address",
-                                   "127.0.0.1:" + std::to_string(out->metrics_port),
-                                   "--health-probe-bind-address",
-                                   "127.0.0.1:" + std::to_string(out->probe_port)};
+  std::vector<std::string> args = {
+      caphv::testing::BuildPath("cmd/caphv-manager/caphv-manager"),
+      "--kubeconfig",
+      manager_kubeconfig_.empty() ? bed.KubeconfigPath(caphv::testing::kMgmt) : manager_kubeconfig_,
+      "--namespace",
+      ns(),
+      "--metrics-bind-address",
+      "127.0.0.1:" + std::to_string(out->metrics_port),
+      "--health-probe-bind-address",
+      "127.0.0.1:" + std::to_string(out->probe_port)};
   args.insert(args.end(), extra.begin(), extra.end());
   out->process = std::make_unique<ManagerProcess>(std::move(args), log_path);
   ASSERT_TRUE(out->process->started());

@@ -225,7 +225,8 @@ class E2ETest : public ::testing::Test {
 
   // Starts caphv-manager for this test's namespace with `extra` flags, its
   // log appended to `log_path`, and waits until /readyz answers 200 (for a
-  // replica that does not lead: its caches synced).
+  // replica that does not lead: its caches synced). Its management cluster
+  // is `manager_kubeconfig_`, the bed's mgmt when empty.
   void LaunchManager(const std::vector<std::string>& extra, const std::filesystem::path& log_path,
                      Launched* out);
 
@@ -400,7 +401,8 @@ class E2ETest : public ::testing::Test {
   std::unique_ptr<caphv::testing::ScopedNamespace> ns_;
   std::string cluster_, target_ns_;
   std::filesystem::path log_path_;
-  bool start_manager_ = true;  // SetUp starts `manager_`
+  bool start_manager_ = true;       // SetUp starts `manager_`
+  std::string manager_kubeconfig_;  // LaunchManager's --kubeconfig; "" = the bed's mgmt
   std::unique_ptr<ManagerProcess> manager_;
   int metrics_port_ = 0;
   int probe_port_ = 0;
