@@ -17,7 +17,6 @@
 
 namespace caphv::e2e {
 
-
 using caphv::testing::RunCommand;
 using caphv::testing::SourcePath;
 
