@@ -4,6 +4,8 @@
 # live in tools/testbins/<family>/ (go.mod + go.sum only).
 #
 #   kube: kube-apiserver, kube-controller-manager  (k8s.io/kubernetes)
+#         and kubectl, same version, from its own wrapper module tools/testbins/kubectl/ so
+#         that adding it did not change the servers' cache key
 #   etcd: etcd                                      (go.etcd.io/etcd/server/v3)
 #   capi: cluster-api (core manager), clusterctl    (sigs.k8s.io/cluster-api)
 #   caphv-go: caphv-go, the Go provider CAPHV replaces (cluster-api-provider-harvester),
@@ -15,11 +17,24 @@
 #         github.com/cert-manager/cert-manager, rendered as its static install renders them) in
 #         crds/, for the install test that applies the Go provider's Issuer and Certificate.
 #
+# Go: the first Go >= 1.24 of hack/lib/toolchain.sh (PATH, /usr/local/go, the toolchain
+# hack/setup.sh installs into $CAPHV_CACHE_DIR/go/).
+#
 # Prints nothing when everything is cached. Usage: build-testbins.sh [family...]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cache=${CAPHV_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/caphv}
 mkdir -p "$cache/bin"
+# shellcheck source=hack/lib/toolchain.sh
+. "$root/hack/lib/toolchain.sh"
+have_go=1
+caphv_use_go || have_go=0
+# require_go: before anything that runs go (nothing does when everything is cached).
+require_go() {
+  [ "$have_go" = 1 ] && return 0
+  echo "testbins: no Go >= 1.$CAPHV_GO_MIN_MINOR (on PATH, in /usr/local/go or $cache/go); run hack/setup.sh" >&2
+  exit 1
+}
 export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-mod=readonly
 
 KUBE_VERSION=v1.33.13
@@ -51,6 +66,7 @@ build_caphv_go() {
   local dir start src top="cluster-api-provider-harvester-$CAPHV_GO_VERSION"
   dir=$(caphv_go_dir)
   [ -x "$dir/caphv-go" ] && [ -f "$dir/config/crds.yaml" ] && return 0
+  require_go
   mkdir -p "$dir"
   (
     flock 9
@@ -101,6 +117,7 @@ fetch_cert_manager_crds() {
   local dir src f out
   dir=$(bin_dir cert-manager "$CERT_MANAGER_VERSION")
   [ -d "$dir/crds" ] && return 0
+  require_go
   mkdir -p "$dir"
   (
     flock 9
@@ -127,13 +144,14 @@ fetch_cert_manager_crds() {
   ) 9>"$dir/.lock"
 }
 
-# build FAMILY VERSION LDFLAGS TAGS "out=package ..."
+# build FAMILY VERSION LDFLAGS TAGS "out=package ..." (FAMILY names the wrapper module)
 build() {
   local family=$1 version=$2 ldflags=$3 tags=$4 targets=$5 dir out pkg t start
   dir=$(bin_dir "$family" "$version")
   local todo=()
   for t in $targets; do [ -x "$dir/${t%%=*}" ] || todo+=("$t"); done
   [ "${#todo[@]}" -eq 0 ] && return 0
+  require_go
   mkdir -p "$dir"
   (
     flock 9
@@ -167,6 +185,7 @@ for f in "${families[@]}"; do
       done
       build kube "$KUBE_VERSION" "$ld" "selinux,notest,grpcnotrace" \
         "kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver kube-controller-manager=k8s.io/kubernetes/cmd/kube-controller-manager"
+      build kubectl "$KUBE_VERSION" "$ld" "" "kubectl=k8s.io/kubernetes/cmd/kubectl"
       ;;
     etcd)
       # Not fatal when Debian's etcd 3.4 is there: hack/testbed falls back to it.
@@ -186,6 +205,7 @@ for f in "${families[@]}"; do
       # The CAPI module's manifests (CRDs, webhooks) come with its source zip.
       dir=$(bin_dir capi "$CAPI_VERSION")
       if [ ! -d "$dir/config" ]; then
+        require_go
         src=$(cd "$root/tools/testbins/capi" && go mod download -json "sigs.k8s.io/cluster-api@$CAPI_VERSION" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
         mkdir -p "$dir/config.tmp"
         cp -r "$src/config/crd" "$src/config/webhook" "$dir/config.tmp/"
@@ -217,6 +237,7 @@ done
 mkdir -p "$cache/bin/current"
 for spec in "kube $KUBE_VERSION kube-apiserver" "kube $KUBE_VERSION kube-controller-manager" \
             "etcd $ETCD_VERSION etcd" "capi $CAPI_VERSION cluster-api" "capi $CAPI_VERSION clusterctl" \
+            "kubectl $KUBE_VERSION kubectl" \
             "capi $CAPI_VERSION config"; do
   # shellcheck disable=SC2086  # split "family version binary"
   set -- $spec
