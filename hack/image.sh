@@ -13,7 +13,8 @@
 # tracked files differ from it), created (the commit date, or $SOURCE_DATE_EPOCH, also every
 # file's time: the same tree gives the same image) and source ($CAPHV_SOURCE_URL, else the git
 # remote `origin`, else "unknown"). Writes <outdir>/caphv-manager-<version>.oci.tar (an OCI
-# archive: `skopeo copy oci-archive:...`, `podman load -i ...`) and prints its path.
+# archive: `skopeo copy oci-archive:...`, `podman load -i ...`; byte for byte the same for the
+# same commit and libraries) and prints its path.
 #
 # Cached: the archive is rebuilt only when its key changes (the stripped binary's digest, the
 # libraries' digests, version, labels and this script), kept in <outdir>/...oci.tar.key.
@@ -97,8 +98,12 @@ b() { buildah --root "$tmp/storage" --runroot "$tmp/run" --storage-driver vfs "$
     --label "org.opencontainers.image.source=$source_url" "$ctr"
   b commit --format oci --timestamp "$epoch" --identity-label=false --omit-history --rm \
     "$ctr" "localhost/caphv-manager:$version"
-  b push "localhost/caphv-manager:$version" "oci-archive:$archive.tmp:caphv-manager:$version"
+  b push "localhost/caphv-manager:$version" "oci:$tmp/layout:caphv-manager:$version"
 } >"$outdir/buildah.log" 2>&1 || { tail -n 30 "$outdir/buildah.log" >&2; exit 1; }
+# The OCI archive: the layout in a tar that is the same for the same image (times, order, owners).
+tar --sort=name --mtime="@$epoch" --owner=0 --group=0 --numeric-owner --format=posix \
+  --pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime \
+  -C "$tmp/layout" -cf "$archive.tmp" oci-layout index.json blobs
 mv "$archive.tmp" "$archive"
 echo "$key" >"$archive.key"
 echo "$archive"
