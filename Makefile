@@ -7,7 +7,7 @@ export CCACHE_DIR ?= $(CAPHV_CACHE_DIR)/ccache
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all setup build build-asan test test-unit test-integration demo format lint clean testbins
+.PHONY: all setup build build-asan test test-unit test-integration demo format lint clean testbins release
 
 all: build
 
@@ -16,6 +16,12 @@ setup:
 
 testbins:
 	@hack/build-testbins.sh
+
+# The release artifacts in out/<version>/ (docs/release.md). VERSION defaults to
+# v<project version>; IMAGE_REPO and RELEASE_URL as hack/release.sh says.
+release:
+	@hack/build-testbins.sh kube helm
+	@$(if $(VERSION),VERSION=$(VERSION)) $(if $(IMAGE_REPO),IMAGE_REPO=$(IMAGE_REPO)) $(if $(RELEASE_URL),RELEASE_URL='$(RELEASE_URL)') hack/release.sh
 
 build:
 	@cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >/dev/null

@@ -6,6 +6,7 @@
 #   kube: kube-apiserver, kube-controller-manager  (k8s.io/kubernetes)
 #         and kubectl, same version, from its own wrapper module tools/testbins/kubectl/ so
 #         that adding it did not change the servers' cache key
+#   helm: helm                                      (helm.sh/helm/v3)
 #   etcd: etcd                                      (go.etcd.io/etcd/server/v3)
 #   capi: cluster-api (core manager), clusterctl    (sigs.k8s.io/cluster-api)
 #   caphv-go: caphv-go, the Go provider CAPHV replaces (cluster-api-provider-harvester),
@@ -16,6 +17,9 @@
 #   cert-manager: no binary; cert-manager's CRDs (deploy/crds/ of the module
 #         github.com/cert-manager/cert-manager, rendered as its static install renders them) in
 #         crds/, for the install test that applies the Go provider's Issuer and Certificate.
+#   prometheus-operator: no binary; the ServiceMonitor and PrometheusRule CRDs (module
+#         github.com/prometheus-operator/prometheus-operator, example/prometheus-operator-crd/)
+#         in crds/, so that the test bed accepts the release's ServiceMonitor.
 #
 # Go: the first Go >= 1.24 of hack/lib/toolchain.sh (PATH, /usr/local/go, the toolchain
 # hack/setup.sh installs into $CAPHV_CACHE_DIR/go/).
@@ -42,6 +46,8 @@ ETCD_VERSION=v3.5.21
 CAPI_VERSION=v1.10.10
 CAPHV_GO_VERSION=v0.2.9
 CERT_MANAGER_VERSION=v1.18.2
+HELM_VERSION=v3.19.5
+PROMETHEUS_OPERATOR_VERSION=v0.85.0
 third_party=${CAPHV_THIRD_PARTY:-$root/../shared/third_party}
 caphv_go_tarball=$third_party/cluster-api-provider-harvester-$CAPHV_GO_VERSION.tar.gz
 
@@ -144,6 +150,30 @@ fetch_cert_manager_crds() {
   ) 9>"$dir/.lock"
 }
 
+# The prometheus-operator CRDs the release's manifests use, verified against the wrapper
+# module's go.sum.
+fetch_prometheus_operator_crds() {
+  local dir src kind
+  dir=$(bin_dir prometheus-operator "$PROMETHEUS_OPERATOR_VERSION")
+  [ -d "$dir/crds" ] && return 0
+  require_go
+  mkdir -p "$dir"
+  (
+    flock 9
+    [ -d "$dir/crds" ] && exit 0
+    src=$(cd "$root/tools/testbins/prometheus-operator" &&
+      go mod download -json "github.com/prometheus-operator/prometheus-operator@$PROMETHEUS_OPERATOR_VERSION" |
+      sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+    rm -rf "$dir/crds.tmp"
+    mkdir -p "$dir/crds.tmp"
+    for kind in servicemonitors prometheusrules; do
+      cp "$src/example/prometheus-operator-crd/monitoring.coreos.com_$kind.yaml" "$dir/crds.tmp/"
+    done
+    chmod -R u+w "$dir/crds.tmp"
+    mv "$dir/crds.tmp" "$dir/crds"
+  ) 9>"$dir/.lock"
+}
+
 # build FAMILY VERSION LDFLAGS TAGS "out=package ..." (FAMILY names the wrapper module)
 build() {
   local family=$1 version=$2 ldflags=$3 tags=$4 targets=$5 dir out pkg t start
@@ -173,7 +203,7 @@ build() {
 }
 
 families=("$@")
-[ "${#families[@]}" -eq 0 ] && families=(kube etcd capi caphv-go cert-manager)
+[ "${#families[@]}" -eq 0 ] && families=(kube etcd capi caphv-go cert-manager helm prometheus-operator)
 
 for f in "${families[@]}"; do
   case $f in
@@ -229,6 +259,16 @@ for f in "${families[@]}"; do
       mkdir -p "$cache/bin/current"
       ln -sfn "$(bin_dir cert-manager "$CERT_MANAGER_VERSION")/crds" "$cache/bin/current/cert-manager-crds"
       ;;
+    helm)
+      ld="-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"
+      ld="$ld -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
+      build helm "$HELM_VERSION" "$ld" "" "helm=helm.sh/helm/v3/cmd/helm"
+      ;;
+    prometheus-operator)
+      fetch_prometheus_operator_crds
+      mkdir -p "$cache/bin/current"
+      ln -sfn "$(bin_dir prometheus-operator "$PROMETHEUS_OPERATOR_VERSION")/crds" "$cache/bin/current/prometheus-operator-crds"
+      ;;
     *) echo "testbins: unknown family '$f'" >&2; exit 2 ;;
   esac
 done
@@ -237,7 +277,7 @@ done
 mkdir -p "$cache/bin/current"
 for spec in "kube $KUBE_VERSION kube-apiserver" "kube $KUBE_VERSION kube-controller-manager" \
             "etcd $ETCD_VERSION etcd" "capi $CAPI_VERSION cluster-api" "capi $CAPI_VERSION clusterctl" \
-            "kubectl $KUBE_VERSION kubectl" \
+            "kubectl $KUBE_VERSION kubectl" "helm $HELM_VERSION helm" \
             "capi $CAPI_VERSION config"; do
   # shellcheck disable=SC2086  # split "family version binary"
   set -- $spec

@@ -77,6 +77,16 @@ void GoInstallTest::SetUpTestSuite() {
     ASSERT_EQ(Kubectl("apply -f " + (crds / file).string(), &out), 0) << out;
     installed_cert_manager_crds_.push_back(name);
   }
+  // The ServiceMonitor's CRD (config/default has one), unless the bed has it.
+  const std::string monitors = "servicemonitors.monitoring.coreos.com";
+  if (Kubectl("get crd " + monitors, nullptr) != 0) {
+    const fs::path file = crds.parent_path() / "prometheus-operator-crds" /
+                          "monitoring.coreos.com_servicemonitors.yaml";
+    ASSERT_TRUE(fs::is_regular_file(file))
+        << file << " is missing: run hack/build-testbins.sh prometheus-operator (make setup does)";
+    ASSERT_EQ(Kubectl("apply --server-side -f " + file.string(), &out), 0) << out;
+    installed_cert_manager_crds_.push_back(monitors);
+  }
   for (const auto& name : installed_cert_manager_crds_) {
     ASSERT_EQ(Kubectl("wait --for condition=established --timeout=60s crd/" + name, &out), 0)
         << out;

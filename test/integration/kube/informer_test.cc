@@ -91,9 +91,10 @@ class InformerTest : public ::testing::Test {
 };
 
 TEST_F(InformerTest, CacheEqualsListAfterThousandRandomWrites) {
-  auto inf = std::make_shared<Informer>(client_, Options());
   std::mutex mu;
   std::map<std::string, std::string> seen;  // key -> last rv heard, "" once deleted
+  // Declared after the state its handlers touch, so it stops before that goes.
+  auto inf = std::make_shared<Informer>(client_, Options());
   EventHandler h;
   h.on_add = [&](const ObjectPtr& o, bool) {
     std::lock_guard<std::mutex> g(mu);
@@ -153,8 +154,8 @@ TEST_F(InformerTest, LabelSelectorScopesTheCache) {
   InformerOptions o = Options();
   o.label_selector = "tier=front";
   o.indexers[LabelIndexName("color")] = IndexByLabel("color");
+  std::atomic<int> deletes{0};  // declared first: outlives the informer's threads
   Informer inf(client_, std::move(o));
-  std::atomic<int> deletes{0};
   EventHandler h;
   h.on_delete = [&](const DeletedObject&) { deletes++; };
   inf.AddEventHandler(h);
@@ -182,9 +183,9 @@ TEST_F(InformerTest, LabelSelectorScopesTheCache) {
 }
 
 TEST_F(InformerTest, RecordWriteServesTheWriteAtOnceAndTheWatchEventAnnouncesIt) {
-  Informer inf(client_, Options());
-  std::mutex mu;
+  std::mutex mu;  // these outlive the informer, whose threads call the handler until stopped
   std::vector<std::string> updates;  // "old rv -> new rv"
+  Informer inf(client_, Options());
   EventHandler h;
   h.on_update = [&](const ObjectPtr& old_obj, const ObjectPtr& new_obj) {
     std::lock_guard<std::mutex> g(mu);
@@ -220,8 +221,6 @@ TEST_F(InformerTest, RecordWriteServesTheWriteAtOnceAndTheWatchEventAnnouncesIt)
 TEST_F(InformerTest, ControllerNeverReconcilesAKeyConcurrently) {
   constexpr int kKeys = 40;
   constexpr int kWorkers = 4;
-  auto inf = std::make_shared<Informer>(client_, Options());
-
   std::mutex mu;
   std::map<std::string, int> last_value;  // what each reconcile saw
   std::vector<std::atomic<int>> in_flight(kKeys);
@@ -230,6 +229,8 @@ TEST_F(InformerTest, ControllerNeverReconcilesAKeyConcurrently) {
   std::atomic<int> running{0};
   std::atomic<int> reconciles{0};
 
+  // Declared after the state its handlers touch, so it stops before that goes.
+  auto inf = std::make_shared<Informer>(client_, Options());
   Controller::Options co;
   co.name = "widget-test";
   co.max_concurrent_reconciles = kWorkers;
@@ -292,9 +293,10 @@ TEST_F(InformerTest, ControllerNeverReconcilesAKeyConcurrently) {
 }
 
 TEST_F(InformerTest, ControllerRetriesErrorsAndHonoursTerminalAndRequeueAfter) {
-  auto inf = std::make_shared<Informer>(client_, Options());
   std::mutex mu;
   std::map<std::string, int> calls;
+  // Declared after the state its handlers touch, so it stops before that goes.
+  auto inf = std::make_shared<Informer>(client_, Options());
   Controller::Options co;
   co.name = "widget-retry-test";
   Controller ctrl(std::move(co), [&](const Request& req) {

@@ -118,8 +118,8 @@ struct Seen {
 };
 
 TEST_F(WatchTest, ResumesAcrossApiserverRestartWithoutLosingEvents) {
+  Seen seen;  // outlives the informer, whose threads call its handler until stopped
   Informer inf(client_, Options());
-  Seen seen;
   inf.AddEventHandler(seen.Handler());
   inf.Start();
   ASSERT_TRUE(inf.WaitForSync(std::chrono::seconds(30)));
@@ -155,8 +155,8 @@ TEST_F(WatchTest, ResumesAcrossApiserverRestartWithoutLosingEvents) {
 }
 
 TEST_F(WatchTest, RelistsAfterForcedGoneAndConverges) {
+  Seen seen;  // outlives the informer, whose threads call its handler until stopped
   Informer inf(client_, Options());
-  Seen seen;
   inf.AddEventHandler(seen.Handler());
   inf.Start();
   ASSERT_TRUE(inf.WaitForSync(std::chrono::seconds(30)));

@@ -1,0 +1,180 @@
+#!/usr/bin/env bash
+# The release's files as a user gets them, without a cluster: checksums, clusterctl's
+# view of the provider, infrastructure-components.yaml = kubectl kustomize config/default
+# (but for the image and the clusterctl variables), metadata, the Helm chart (lint and
+# every value combination), the alerting rules (promtool) and the dashboard's metrics.
+# shellcheck source=test/release/lib.sh
+. "$(dirname "$0")/lib.sh"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+check "SHA256SUMS lists every file and matches" bash -c "cd '$REL' && sha256sum --quiet -c SHA256SUMS &&
+  [ \"\$(ls | grep -vx SHA256SUMS | sort)\" = \"\$(awk '{print \$2}' SHA256SUMS | sort)\" ]"
+for f in infrastructure-components.yaml metadata.yaml cluster-template.yaml cluster-template-rke2.yaml \
+  cluster-template-rke2-dhcp.yaml cluster-template-kubeadm.yaml clusterclass-harvester-rke2.yaml \
+  capiprovider-harvester.yaml "caphv-${VERSION#v}.tgz" caphv-dashboard.json caphv-alerts.yaml; do
+  [ -s "$REL/$f" ] || fail "the release has no $f"
+done
+
+# --- clusterctl: a local repository (<dir>/infrastructure-harvester/<version>/).
+repo=$work/repo/infrastructure-harvester/$VERSION
+mkdir -p "$repo"
+cp "$REL"/* "$repo/"
+printf 'providers:\n- name: harvester\n  type: InfrastructureProvider\n  url: file://%s/infrastructure-components.yaml\n' "$repo" >"$work/clusterctl.yaml"
+cc=("$CLUSTERCTL" --config "$work/clusterctl.yaml")
+"${cc[@]}" generate provider --infrastructure "harvester:$VERSION" --describe >"$work/describe" 2>&1 || true
+for want in "Version: *$VERSION" "TargetNamespace: *caphv-system" "- CAPHV_CONCURRENCY" "- CAPHV_LOG_LEVEL" \
+  "- CAPHV_WATCH_FILTER" "- localhost/caphv-manager:$VERSION"; do
+  grep -q -- "$want" "$work/describe" || { fail "clusterctl generate provider --describe lacks '$want'"; cat "$work/describe" >&2; }
+done
+"${cc[@]}" generate provider --infrastructure "harvester:$VERSION" >"$work/defaults.yaml" 2>"$work/err" ||
+  fail "clusterctl generate provider (defaults): $(cat "$work/err")"
+CAPHV_LOG_LEVEL=6 CAPHV_CONCURRENCY=3 CAPHV_WATCH_FILTER=team-a "${cc[@]}" generate provider \
+  --infrastructure "harvester:$VERSION" >"$work/set.yaml" 2>"$work/err" || fail "clusterctl generate provider (set): $(cat "$work/err")"
+grep -A3 -- '- -v=6$' "$work/set.yaml" | tr -d ' ' | tr '\n' ' ' | grep -q -- '--concurrency=3 ---watch-filter -team-a' ||
+  fail "the variables do not reach the manager's arguments: $(grep -A3 -- '- -v=' "$work/set.yaml")"
+
+# --- infrastructure-components.yaml is config/default, with the variables' defaults
+# (as clusterctl renders it) and the image of the release.
+"$KUBECTL" kustomize "$ROOT/config/default" >"$work/kustomize.yaml"
+if python3 - "$work/kustomize.yaml" "$REL/infrastructure-components.yaml" "$VERSION" <<'PY'; then
+import re, sys, yaml
+def load(text):
+    return {(d["kind"], d["metadata"].get("namespace", ""), d["metadata"]["name"]): d
+            for d in yaml.safe_load_all(text) if d}
+ours = load(open(sys.argv[1]).read())
+# The variables as clusterctl substitutes them when unset: ${NAME:=default} -> default.
+text = open(sys.argv[2]).read()
+names = re.findall(r"\$\{([A-Z_]+):=", text)
+assert sorted(set(names)) == ["CAPHV_CONCURRENCY", "CAPHV_LOG_LEVEL", "CAPHV_WATCH_FILTER"], names
+rel = load(re.sub(r"\$\{[A-Z_]+:=([^}]*)\}", r"\1", text))
+version = sys.argv[3]
+# The release sets the image and adds two flags (their defaults).
+dep = rel[("Deployment", "caphv-system", "caphv-controller-manager")]
+c = dep["spec"]["template"]["spec"]["containers"][0]
+assert c["image"] == "localhost/caphv-manager:" + version, c["image"]
+c["image"] = ours[("Deployment", "caphv-system", "caphv-controller-manager")]["spec"]["template"]["spec"]["containers"][0]["image"]
+extra = ["--concurrency=10", "--watch-filter", ""]
+i = c["args"].index("--concurrency=10")
+assert c["args"][i:i + 3] == extra, c["args"]
+del c["args"][i:i + 3]
+if set(ours) != set(rel):
+    print("objects only in config/default:", sorted(set(ours) - set(rel)), file=sys.stderr)
+    print("objects only in the release:", sorted(set(rel) - set(ours)), file=sys.stderr)
+    sys.exit(1)
+bad = [k for k in ours if ours[k] != rel[k]]
+if bad:
+    print("objects that differ:", bad, file=sys.stderr)
+    sys.exit(1)
+PY
+  pass "infrastructure-components.yaml = kubectl kustomize config/default + image + variables"
+else
+  fail "infrastructure-components.yaml differs from kubectl kustomize config/default"
+fi
+
+check "metadata.yaml: series 0.3, 0.2, 0.1 -> v1beta1" python3 - "$REL/metadata.yaml" "$VERSION" <<'PY'
+import sys, yaml
+m = yaml.safe_load(open(sys.argv[1]))
+assert m["apiVersion"] == "clusterctl.cluster.x-k8s.io/v1alpha3" and m["kind"] == "Metadata", m
+series = {(s["major"], s["minor"]): s["contract"] for s in m["releaseSeries"]}
+assert series == {(0, 3): "v1beta1", (0, 2): "v1beta1", (0, 1): "v1beta1"}, series
+major, minor = (int(x) for x in sys.argv[2][1:].split(".")[:2])
+assert (major, minor) in series, "the release's own series is missing"
+PY
+
+check "capiprovider-harvester.yaml: Turtles CAPIProvider of this release" python3 - "$REL/capiprovider-harvester.yaml" "$VERSION" <<'PY'
+import sys, yaml
+p = yaml.safe_load(open(sys.argv[1]))
+assert p["apiVersion"] == "turtles-capi.cattle.io/v1alpha1" and p["kind"] == "CAPIProvider"
+assert p["metadata"] == {"name": "harvester", "namespace": "caphv-system"}, p["metadata"]
+s = p["spec"]
+assert s["name"] == "harvester" and s["type"] == "infrastructure" and s["version"] == sys.argv[2], s
+assert s["fetchConfig"]["url"].endswith("/" + sys.argv[2] + "/infrastructure-components.yaml"), s
+PY
+
+# --- The Helm chart.
+chart=$REL/caphv-${VERSION#v}.tgz
+check "helm lint" "$HELM" lint --strict "$chart"
+check "chart version and appVersion" bash -c "'$HELM' show chart '$chart' | grep -qx 'version: ${VERSION#v}' &&
+  '$HELM' show chart '$chart' | grep -qx 'appVersion: $VERSION'"
+check "chart values have the guide's keys" python3 -c "
+import sys, yaml, subprocess
+v = yaml.safe_load(subprocess.run(['$HELM', 'show', 'values', '$chart'], capture_output=True, check=True).stdout)
+assert v['image']['repository'] and 'tag' in v['image'] and v['image']['pullPolicy'] == 'IfNotPresent'
+assert v['webhooks']['enabled'] is False and v['webhooks']['certManager']['enabled'] is False
+assert v['clusterClass']['enabled'] is False"
+for wh in false true; do for cm in false true; do for ccl in false true; do
+  name="webhooks=$wh certManager=$cm clusterClass=$ccl"
+  if ! "$HELM" template caphv "$chart" -n caphv-system --set "webhooks.enabled=$wh" \
+    --set "webhooks.certManager.enabled=$cm" --set "clusterClass.enabled=$ccl" >"$work/h.yaml" 2>"$work/err"; then
+    fail "helm template $name: $(cat "$work/err")"; continue
+  fi
+  check "helm template $name: the objects that belong" python3 - "$work/h.yaml" "$wh" "$cm" "$ccl" "$VERSION" <<'PY'
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+wh, cm, ccl = (a == "true" for a in sys.argv[2:5])
+kinds = {(d["kind"], d["metadata"]["name"]) for d in docs}
+def has(k, n): return (k, n) in kinds
+for k, n in [("Deployment", "caphv-controller-manager"), ("ServiceAccount", "caphv-controller-manager"),
+             ("ClusterRole", "caphv-manager-role"), ("ClusterRole", "caphv-metrics-reader"), ("ClusterRole", "caphv-proxy-role"),
+             ("ClusterRoleBinding", "caphv-manager-rolebinding"), ("ClusterRoleBinding", "caphv-proxy-rolebinding"),
+             ("Role", "caphv-leader-election-role"), ("RoleBinding", "caphv-leader-election-rolebinding"),
+             ("Service", "caphv-controller-manager-metrics-service")]:
+    assert has(k, n), (k, n)
+assert has("Service", "caphv-webhook-service") == wh
+assert has("ValidatingWebhookConfiguration", "caphv-validating-webhook-configuration") == wh
+assert has("Issuer", "caphv-selfsigned-issuer") == (wh and cm)
+assert has("Certificate", "caphv-serving-cert") == (wh and cm)
+assert has("ClusterClass", "harvester-rke2") == ccl
+assert not has("ServiceMonitor", "caphv-controller-manager-metrics-monitor")
+dep = next(d for d in docs if d["kind"] == "Deployment")
+c = dep["spec"]["template"]["spec"]["containers"][0]
+assert c["image"].endswith(":" + sys.argv[5]), c["image"]
+assert ("--enable-webhooks" in c["args"]) == wh, c["args"]
+assert ("volumes" in dep["spec"]["template"]["spec"]) == wh
+if wh:
+    vwc = next(d for d in docs if d["kind"] == "ValidatingWebhookConfiguration")
+    ann = vwc["metadata"].get("annotations", {})
+    assert (ann.get("cert-manager.io/inject-ca-from") == "caphv-system/caphv-serving-cert") == cm, ann
+for d in docs:
+    if d["kind"] not in ("ClusterRole", "ClusterRoleBinding", "ValidatingWebhookConfiguration"):
+        assert d["metadata"].get("namespace") == "caphv-system", d["metadata"]
+PY
+done; done; done
+
+# --- Alerting rules: the guide's six, each with a unit test that fires and one that does not.
+check "promtool check rules" "$PROMTOOL" check rules "$REL/caphv-alerts.yaml"
+cp "$REL/caphv-alerts.yaml" "$work/"
+sed "s|^- ../../config/prometheus/caphv-alerts.yaml|- caphv-alerts.yaml|" "$ROOT/test/release/caphv-alerts-test.yaml" >"$work/alerts-test.yaml"
+check "promtool test rules (the released rules)" "$PROMTOOL" test rules "$work/alerts-test.yaml"
+check "six alerts, each tested firing and not firing" python3 - "$REL/caphv-alerts.yaml" "$work/alerts-test.yaml" <<'PY'
+import sys, yaml
+rules = yaml.safe_load(open(sys.argv[1]))["groups"][0]["rules"]
+names = [r["alert"] for r in rules]
+assert names == ["CAPHVMachineCreateErrors", "CAPHVMachineNotReady", "CAPHVIPPoolAllocationErrors",
+                 "CAPHVClusterNotReady", "CAPHVEtcdRemoveErrors", "CAPHVSlowMachineCreation"], names
+fires, quiet = set(), set()
+for t in yaml.safe_load(open(sys.argv[2]))["tests"]:
+    for a in t.get("alert_rule_test", []):
+        (fires if a.get("exp_alerts") else quiet).add(a["alertname"])
+assert fires == set(names) and quiet == set(names), (fires, quiet)
+PY
+
+# --- The dashboard queries only the metrics the manager serves.
+check "dashboard metrics are the manager's" python3 - "$REL/caphv-dashboard.json" "$ROOT/src/controllers/metrics.cc" <<'PY'
+import json, re, sys
+served = set(re.findall(r'"(caphv_[a-z_]+)"', open(sys.argv[2]).read()))
+assert len(served) == 17, served
+d = json.load(open(sys.argv[1]))
+exprs = [t["expr"] for p in d["panels"] for t in p.get("targets", [])]
+exprs += [v["query"]["query"] for v in d["templating"]["list"] if isinstance(v.get("query"), dict)]
+used = set()
+for e in exprs:
+    for m in re.findall(r"\bcaphv_[a-z_]+", e):
+        base = re.sub(r"_(bucket|count|sum)$", "", m)
+        assert base in served, f"{m} in {e!r} is not served by the manager"
+        used.add(base)
+assert used == served, f"metrics without a panel: {sorted(served - used)}"
+PY
+
+finish

@@ -1,0 +1,206 @@
+#!/usr/bin/env bash
+# The release against the test bed's management apiserver, as users install and use it:
+#   1. clusterctl init --infrastructure harvester:<version> from a local clusterctl repository
+#      creates every object of the operations guide, with its names;
+#   2. helm template (each value combination) passes kubectl apply --dry-run=server;
+#   3. clusterctl generate cluster, every flavor, and the ClusterClass pass
+#      kubectl apply --dry-run=server with CAPHV's webhooks served (caphv-manager
+#      --enable-webhooks), Cluster API's, and the RKE2 and kubeadm CRDs; a bad value is refused.
+# The bed runs Cluster API without clusterctl: the test records it in clusterctl's inventory
+# (a Provider cluster-api, whose metadata the local repository holds) so that init adds only
+# CAPHV, and adds cert-manager's CRDs so that init finds cert-manager and fetches nothing.
+# Everything it adds is removed at the end; CAPHV's CRDs go back to config/crd/bases.
+# shellcheck source=test/release/lib.sh
+. "$(dirname "$0")/lib.sh"
+BED=${CAPHV_TESTBED:?the test bed (ctest fixture testbed)}
+export KUBECONFIG=$BED/mgmt.kubeconfig
+MANAGER=${CAPHV_BUILD_DIR:?}/cmd/caphv-manager/caphv-manager
+CAPI_SRC=$(cd "$ROOT/tools/testbins/capi" && GOFLAGS=-mod=readonly GOPROXY=off go mod download -json sigs.k8s.io/cluster-api | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+RKE2_TARBALL=${CAPHV_THIRD_PARTY:-$ROOT/../shared/third_party}/cluster-api-provider-rke2-v0.21.1.tar.gz
+work=$(mktemp -d)
+k() { "$KUBECTL" --cache-dir "$work/kcache" "$@"; }
+added_crds=()
+manager_pid=
+caphv_crds=(harvesterclusters harvestermachines harvesterclustertemplates harvestermachinetemplates)
+had_caphv_crds=0
+k get crd harvesterclusters.infrastructure.cluster.x-k8s.io >/dev/null 2>&1 && had_caphv_crds=1
+cleanup() {
+  [ -n "$manager_pid" ] && kill "$manager_pid" 2>/dev/null && wait "$manager_pid" 2>/dev/null
+  k delete validatingwebhookconfiguration caphv-release-test caphv-validating-webhook-configuration --ignore-not-found >/dev/null 2>&1
+  k delete ns caphv-system rel-default rel-rke2 rel-rke2-dhcp rel-kubeadm rel-cc --ignore-not-found --wait=true --timeout=120s >/dev/null 2>&1
+  k delete clusterrole,clusterrolebinding -l cluster.x-k8s.io/provider=infrastructure-harvester --ignore-not-found >/dev/null 2>&1
+  k delete providers.clusterctl.cluster.x-k8s.io -n capi-system cluster-api --ignore-not-found >/dev/null 2>&1
+  if [ "$had_caphv_crds" = 1 ]; then
+    k replace -f "$ROOT/config/crd/bases" >/dev/null 2>&1
+    k apply --server-side --force-conflicts -f "$ROOT/config/crd/bases" >/dev/null 2>&1
+  else
+    for c in "${caphv_crds[@]}"; do k delete crd "$c.infrastructure.cluster.x-k8s.io" --ignore-not-found >/dev/null 2>&1; done
+  fi
+  for c in "${added_crds[@]}"; do k delete crd "$c" --ignore-not-found --timeout=60s >/dev/null 2>&1; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+# apply_crds FILE...: applies the CRDs the bed lacks (removed at the end).
+apply_crds() {
+  local f name
+  for f in "$@"; do
+    name=$(awk '/^metadata:/{m=1} m && /^  name:/{print $2; exit}' "$f")
+    k get crd "$name" >/dev/null 2>&1 && continue
+    k apply --server-side -f "$f" >/dev/null || { fail "applying $f"; continue; }
+    added_crds+=("$name")
+    for _ in $(seq 100); do
+      [ "$(k get crd "$name" -o jsonpath='{.status.conditions[?(@.type=="Established")].status}' 2>/dev/null)" = True ] && break
+      sleep 0.2
+    done
+  done
+}
+
+# --- Prerequisites: cert-manager's and the ServiceMonitor's CRDs, clusterctl's inventory.
+apply_crds "$CACHE"/bin/current/cert-manager-crds/crd-{issuers,certificates}.yaml \
+  "$CACHE"/bin/current/prometheus-operator-crds/monitoring.coreos.com_servicemonitors.yaml \
+  "$CAPI_SRC/cmd/clusterctl/config/manifest/clusterctl-api.yaml"
+k create ns capi-system --dry-run=client -o yaml | k apply -f - >/dev/null
+k apply -f - >/dev/null <<YAML
+apiVersion: clusterctl.cluster.x-k8s.io/v1alpha3
+kind: Provider
+metadata:
+  name: cluster-api
+  namespace: capi-system
+  labels: {clusterctl.cluster.x-k8s.io: "", cluster.x-k8s.io/provider: cluster-api}
+type: CoreProvider
+providerName: cluster-api
+version: v1.10.10
+YAML
+repo=$work/repo
+mkdir -p "$repo/infrastructure-harvester/$VERSION" "$repo/cluster-api/v1.10.10"
+cp "$REL"/* "$repo/infrastructure-harvester/$VERSION/"
+cp "$CAPI_SRC/metadata.yaml" "$repo/cluster-api/v1.10.10/"
+touch "$repo/cluster-api/v1.10.10/core-components.yaml"
+cat >"$work/clusterctl.yaml" <<YAML
+providers:
+- name: harvester
+  type: InfrastructureProvider
+  url: file://$repo/infrastructure-harvester/$VERSION/infrastructure-components.yaml
+- name: cluster-api
+  type: CoreProvider
+  url: file://$repo/cluster-api/v1.10.10/core-components.yaml
+cert-manager:
+  url: file://$repo/no-cert-manager/v0.0.0/cert-manager.yaml
+YAML
+cc=("$CLUSTERCTL" --config "$work/clusterctl.yaml" --kubeconfig "$KUBECONFIG")
+
+# --- 1. clusterctl init.
+start=$(date +%s)
+if "${cc[@]}" init --infrastructure "harvester:$VERSION" >"$work/init.log" 2>&1; then
+  pass "clusterctl init --infrastructure harvester:$VERSION ($(($(date +%s) - start)) s)"
+else
+  fail "clusterctl init"; cat "$work/init.log" >&2
+fi
+grep -q 'Installing cert-manager' "$work/init.log" && fail "clusterctl init installed cert-manager"
+for obj in namespace/caphv-system \
+  crd/harvesterclusters.infrastructure.cluster.x-k8s.io crd/harvestermachines.infrastructure.cluster.x-k8s.io \
+  crd/harvesterclustertemplates.infrastructure.cluster.x-k8s.io crd/harvestermachinetemplates.infrastructure.cluster.x-k8s.io \
+  -n\ caphv-system\ deployment/caphv-controller-manager -n\ caphv-system\ serviceaccount/caphv-controller-manager \
+  -n\ caphv-system\ service/caphv-webhook-service -n\ caphv-system\ service/caphv-controller-manager-metrics-service \
+  clusterrole/caphv-manager-role clusterrole/caphv-metrics-reader clusterrole/caphv-proxy-role \
+  clusterrolebinding/caphv-manager-rolebinding clusterrolebinding/caphv-proxy-rolebinding \
+  -n\ caphv-system\ role/caphv-leader-election-role -n\ caphv-system\ rolebinding/caphv-leader-election-rolebinding \
+  validatingwebhookconfiguration/caphv-validating-webhook-configuration \
+  -n\ caphv-system\ issuer.cert-manager.io/caphv-selfsigned-issuer -n\ caphv-system\ certificate.cert-manager.io/caphv-serving-cert \
+  -n\ caphv-system\ servicemonitor.monitoring.coreos.com/caphv-controller-manager-metrics-monitor \
+  -n\ caphv-system\ provider.clusterctl.cluster.x-k8s.io/infrastructure-harvester; do
+  # shellcheck disable=SC2086  # "-n NS kind/name"
+  k get $obj -o name >/dev/null 2>&1 || fail "clusterctl init did not create $obj"
+done
+check "the Deployment: image, flags, probes, resources, security context" python3 - <<PY
+import json, subprocess
+d = json.loads(subprocess.run(["$KUBECTL", "get", "-n", "caphv-system", "deploy/caphv-controller-manager", "-o", "json"],
+                              capture_output=True, check=True).stdout)
+c = d["spec"]["template"]["spec"]["containers"][0]
+assert c["image"] == "localhost/caphv-manager:$VERSION", c["image"]
+for a in ["--leader-elect", "--enable-webhooks", "-v=2", "--concurrency=10", "--watch-filter", ""]:
+    assert a in c["args"], (a, c["args"])
+assert c["livenessProbe"]["httpGet"]["path"] == "/healthz" and c["readinessProbe"]["httpGet"]["path"] == "/readyz"
+assert c["resources"]["limits"] and c["resources"]["requests"]
+assert c["securityContext"]["allowPrivilegeEscalation"] is False and d["spec"]["template"]["spec"]["securityContext"]["runAsNonRoot"]
+PY
+check "the webhook configuration: CA from cert-manager, four webhooks" bash -c \
+  "k() { '$KUBECTL' \"\$@\"; }; [ \"\$(k get validatingwebhookconfiguration caphv-validating-webhook-configuration -o jsonpath='{.metadata.annotations.cert-manager\\.io/inject-ca-from} {.webhooks[*].name}')\" = \
+  'caphv-system/caphv-serving-cert vharvestercluster.kb.io vharvestermachine.kb.io vharvesterclustertemplate.kb.io vharvestermachinetemplate.kb.io' ] &&
+  [ \"\$(k get -n caphv-system certificate caphv-serving-cert -o jsonpath='{.spec.secretName}')\" = caphv-webhook-tls ]"
+
+# --- 2. The Helm chart's output, server-side.
+chart=$REL/caphv-${VERSION#v}.tgz
+for wh in false true; do for cm in false true; do
+  "$HELM" template caphv "$chart" -n caphv-system --set "webhooks.enabled=$wh" --set "webhooks.certManager.enabled=$cm" \
+    >"$work/helm.yaml"
+  check "helm template webhooks=$wh certManager=$cm | kubectl apply --dry-run=server" k apply --dry-run=server -f "$work/helm.yaml"
+done; done
+
+# --- 3. Cluster templates through CAPHV's webhooks (a local caphv-manager) and Cluster API's.
+k delete validatingwebhookconfiguration caphv-validating-webhook-configuration >/dev/null  # no pod serves it here
+mkdir -p "$work/certs"
+openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=caphv-test-ca -keyout "$work/certs/ca.key" -out "$work/certs/ca.crt" 2>/dev/null
+openssl req -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 -keyout "$work/certs/tls.key" -out "$work/certs/tls.csr" 2>/dev/null
+openssl x509 -req -in "$work/certs/tls.csr" -CA "$work/certs/ca.crt" -CAkey "$work/certs/ca.key" -CAcreateserial -days 1 \
+  -extfile <(printf 'subjectAltName=IP:127.0.0.1') -out "$work/certs/tls.crt" 2>/dev/null
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+probe=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+"$MANAGER" --kubeconfig "$KUBECONFIG" --enable-webhooks --webhook-port "$port" --webhook-cert-dir "$work/certs" \
+  --metrics-bind-address=127.0.0.1:0 --health-probe-bind-address="127.0.0.1:$probe" >"$work/manager.log" 2>&1 &
+manager_pid=$!
+for _ in $(seq 100); do curl -sf "http://127.0.0.1:$probe/readyz" >/dev/null && break; sleep 0.2; done
+ca=$(base64 -w0 "$work/certs/ca.crt")
+python3 - "$port" "$ca" >"$work/vwc.json" <<'PY'
+import json, sys
+port, ca = sys.argv[1:3]
+hooks = []
+for kind in ["harvestercluster", "harvestermachine", "harvesterclustertemplate", "harvestermachinetemplate"]:
+    hooks.append({"name": f"v{kind}.kb.io", "admissionReviewVersions": ["v1"], "sideEffects": "None", "failurePolicy": "Fail",
+                  "clientConfig": {"url": f"https://127.0.0.1:{port}/validate-infrastructure-cluster-x-k8s-io-v1alpha1-{kind}", "caBundle": ca},
+                  "namespaceSelector": {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "In",
+                      "values": ["rel-default", "rel-rke2", "rel-rke2-dhcp", "rel-kubeadm", "rel-cc"]}]},
+                  "rules": [{"apiGroups": ["infrastructure.cluster.x-k8s.io"], "apiVersions": ["v1alpha1"],
+                             "operations": ["CREATE", "UPDATE"], "resources": [kind + "s"]}]})
+print(json.dumps({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+                  "metadata": {"name": "caphv-release-test"}, "webhooks": hooks}))
+PY
+k apply -f "$work/vwc.json" >/dev/null
+mkdir -p "$work/rke2"
+tar -xzf "$RKE2_TARBALL" -C "$work/rke2" --strip-components=1 --wildcards '*/config/crd/bases/*.yaml' ||
+  fail "no RKE2 CRDs from $RKE2_TARBALL"
+apply_crds "$work"/rke2/*/config/crd/bases/*.yaml "$CAPI_SRC"/bootstrap/kubeadm/config/crd/bases/*.yaml \
+  "$CAPI_SRC"/controlplane/kubeadm/config/crd/bases/*.yaml
+export HARVESTER_KUBECONFIG_B64=$(base64 -w0 <<<"apiVersion: v1") TARGET_HARVESTER_NAMESPACE=default \
+  VM_IMAGE_NAME=default/ubuntu-22.04 VM_NETWORK=default/vm-net SSH_KEYPAIR=default/capi-key IP_POOL_NAME=capi-pool \
+  VM_GATEWAY=10.0.0.1 VM_SUBNET_MASK=255.255.255.0
+sleep 2  # the webhook configuration reaches the apiserver's cache
+for flavor in default rke2 rke2-dhcp kubeadm; do
+  ns=rel-$flavor
+  fl=(); [ "$flavor" = default ] || fl=(--flavor "$flavor")
+  k create ns "$ns" >/dev/null
+  if "${cc[@]}" generate cluster "c-$flavor" "${fl[@]}" --infrastructure "harvester:$VERSION" --target-namespace "$ns" \
+    --kubernetes-version v1.32.4 --control-plane-machine-count 3 --worker-machine-count 2 >"$work/$flavor.yaml" 2>"$work/err"; then
+    check "flavor $flavor: kubectl apply --dry-run=server ($(grep -c '^kind:' "$work/$flavor.yaml") objects)" \
+      k apply --dry-run=server -f "$work/$flavor.yaml"
+  else
+    fail "clusterctl generate cluster --flavor $flavor: $(cat "$work/err")"
+  fi
+done
+# A value only CAPHV's webhook refuses (a gateway that is no IP address) is refused.
+VM_GATEWAY=10.0.0.999 "${cc[@]}" generate cluster c-bad --infrastructure "harvester:$VERSION" --target-namespace rel-default \
+  --kubernetes-version v1.32.4 >"$work/bad.yaml"
+if k apply --dry-run=server -f "$work/bad.yaml" >"$work/bad.log" 2>&1; then
+  fail "a HarvesterCluster with gateway 10.0.0.999 was accepted"
+elif grep -q 'spec.vmNetworkConfig.gateway: Invalid value: "10.0.0.999": must be a valid IP address' "$work/bad.log"; then
+  pass "CAPHV's webhook refuses a bad template"
+else
+  fail "the bad template failed otherwise: $(cat "$work/bad.log")"
+fi
+k create ns rel-cc >/dev/null
+check "ClusterClass harvester-rke2: kubectl apply --dry-run=server" k apply --dry-run=server -n rel-cc -f "$REL/clusterclass-harvester-rke2.yaml"
+"$HELM" template caphv "$chart" -n rel-cc --set clusterClass.enabled=true --show-only templates/clusterclass.yaml >"$work/cc.yaml"
+check "helm template clusterClass.enabled=true: the ClusterClass, --dry-run=server" k apply --dry-run=server -f "$work/cc.yaml"
+
+finish
