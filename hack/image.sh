@@ -2,9 +2,10 @@
 # The caphv-manager container image: hack/image.sh <version> <outdir>
 #
 # Builds caphv-manager in Release mode ($CAPHV_RELEASE_BUILD_DIR, default build-release/,
-# reporting <version> in --version and its user agent; -O2, the optimization of the tested
-# RelWithDebInfo build, as GCC 12 at -O3 reports false -Wrestrict/-Wformat-truncation
-# errors), strips it, and makes an OCI image with buildah holding only:
+# reporting <version> without a leading v, like the project's version, in --version and its
+# user agent; -O2, the optimization of the tested RelWithDebInfo build, as GCC 12 at -O3
+# reports false -Wrestrict/-Wformat-truncation errors), strips it, and makes an OCI image
+# with buildah holding only:
 #   /caphv-manager                         the binary (its entrypoint)
 #   the shared libraries `ldd` lists for it, at the paths ldd prints, and the dynamic loader
 #   /etc/ssl/certs/ca-certificates.crt     the host's CA bundle
@@ -16,8 +17,9 @@
 # archive: `skopeo copy oci-archive:...`, `podman load -i ...`; byte for byte the same for the
 # same commit and libraries) and prints its path.
 #
-# Cached: the archive is rebuilt only when its key changes (the stripped binary's digest, the
-# libraries' digests, version, labels and this script), kept in <outdir>/...oci.tar.key.
+# <outdir> gets the archive only: the logs and the cache key are in <build dir>/image/. Cached:
+# the archive is rebuilt only when its key changes (the stripped binary's digest, the libraries'
+# digests, version, labels and this script).
 # Needs root (buildah, vfs storage driver, in a temporary storage root).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -33,13 +35,16 @@ export CCACHE_DIR=${CCACHE_DIR:-$cache/ccache}
 mkdir -p "$outdir"
 outdir=$(cd "$outdir" && pwd)
 archive=$outdir/caphv-manager-$version.oci.tar
+logs=$build_dir/image
+mkdir -p "$logs"
+keyfile=$logs/$(sha256sum <<<"$archive" | cut -c1-16).key  # per archive path
 
 # 1. The Release binary (incremental: a no-op when nothing changed).
 cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  "-DCMAKE_CXX_FLAGS_RELEASE=-O2 -DNDEBUG" "-DCAPHV_VERSION=$version" \
-  >"$outdir/cmake-release.log" 2>&1 || { cat "$outdir/cmake-release.log" >&2; exit 1; }
-cmake --build "$build_dir" -j "${JOBS:-$(nproc)}" --target caphv-manager >"$outdir/build-release.log" 2>&1 ||
-  { tail -n 40 "$outdir/build-release.log" >&2; exit 1; }
+  "-DCMAKE_CXX_FLAGS_RELEASE=-O2 -DNDEBUG" "-DCAPHV_VERSION=${version#v}" \
+  >"$logs/cmake.log" 2>&1 || { cat "$logs/cmake.log" >&2; exit 1; }
+cmake --build "$build_dir" -j "${JOBS:-$(nproc)}" --target caphv-manager >"$logs/build.log" 2>&1 ||
+  { tail -n 40 "$logs/build.log" >&2; exit 1; }
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/caphv-image.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
@@ -76,7 +81,7 @@ key=$( (
   echo "$version $revision $created $source_url"
   sha256sum <"$self"
 ) | sha256sum | cut -c1-64)
-if [ -f "$archive" ] && [ "$(cat "$archive.key" 2>/dev/null)" = "$key" ]; then
+if [ -f "$archive" ] && [ "$(cat "$keyfile" 2>/dev/null)" = "$key" ]; then
   echo "$archive"
   exit 0
 fi
@@ -99,11 +104,11 @@ b() { buildah --root "$tmp/storage" --runroot "$tmp/run" --storage-driver vfs "$
   b commit --format oci --timestamp "$epoch" --identity-label=false --omit-history --rm \
     "$ctr" "localhost/caphv-manager:$version"
   b push "localhost/caphv-manager:$version" "oci:$tmp/layout:caphv-manager:$version"
-} >"$outdir/buildah.log" 2>&1 || { tail -n 30 "$outdir/buildah.log" >&2; exit 1; }
+} >"$logs/buildah.log" 2>&1 || { tail -n 30 "$logs/buildah.log" >&2; exit 1; }
 # The OCI archive: the layout in a tar that is the same for the same image (times, order, owners).
 tar --sort=name --mtime="@$epoch" --owner=0 --group=0 --numeric-owner --format=posix \
   --pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime \
   -C "$tmp/layout" -cf "$archive.tmp" oci-layout index.json blobs
 mv "$archive.tmp" "$archive"
-echo "$key" >"$archive.key"
+echo "$key" >"$keyfile"
 echo "$archive"

@@ -10,7 +10,8 @@
 # /caphv-manager, the OCI labels), a root file system holding nothing but the binary, the
 # libraries ldd lists for it, the loader, the CA bundle and /etc/{passwd,group}, all owned by
 # root, and the entrypoint running with --version in a chroot as 65532:65532, printing the
-# version. Also the sizes (archive and unpacked root file system), each at most 30 MB.
+# version (X.Y.Z of vX.Y.Z). Also the sizes (archive and unpacked root file system), each at
+# most 30 MB.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 [ $# -eq 2 ] || { echo "usage: $0 <version> <outdir>" >&2; exit 2; }
@@ -124,7 +125,7 @@ grep -q 'BEGIN CERTIFICATE' "$rootfs/etc/ssl/certs/ca-certificates.crt" || fail 
 # The entrypoint, as the image's user, with nothing but the image's files.
 if out=$(chroot --userspec=65532:65532 "$rootfs" /caphv-manager --version 2>&1); then
   echo "--version: $out"
-  grep -qF -- "$version" <<<"$out" || fail "--version does not name $version: $out"
+  grep -qF -- "${version#v}" <<<"$out" || fail "--version does not name $version: $out"
 else
   fail "/caphv-manager --version in the image failed: $out"
 fi
