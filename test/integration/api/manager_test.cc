@@ -99,6 +99,7 @@ class ManagerProcessTest : public ::testing::Test {
         Manager(),
         "--kubeconfig=" + (kubeconfig.empty() ? kubeconfig_ : kubeconfig),
         "--metrics-bind-address=127.0.0.1:" + std::to_string(r.metrics_port),
+        "--metrics-secure=false",
         "--health-probe-bind-address",
         "127.0.0.1:" + std::to_string(r.probe_port),
         "--enable-webhooks",
