@@ -15,7 +15,7 @@ std::string AccessDecisionCache::KeyOf(std::string_view token, const AccessReque
   EVP_Digest(token.data(), token.size(), digest, &len, EVP_sha256(), nullptr);
   static constexpr char kHex[] = "0123456789abcdef";
   std::string key;
-  key.reserve(len * 2 + request.verb.size() + request.path.size() + 2);
+  key.reserve((size_t{len} * 2) + request.verb.size() + request.path.size() + 2);
   for (unsigned int i = 0; i < len; ++i) {
     key += kHex[digest[i] >> 4];
     key += kHex[digest[i] & 0xf];
