@@ -5,9 +5,9 @@
 //
 // Accepted forms: `--flag=value`, `--flag value`, `--bool`, `--bool=false`,
 // Go's single-dash `-flag`, `-v N`, `-vN`, `-v=N` and `--v=N`. Every flag of
-// the Go provider's manager is accepted with its default (see the flag table
-// in the help text):
-//   --metrics-bind-address :8443 ("0" disables; served over HTTPS with
+// the Go provider's manager is accepted with its default but the metrics
+// address (see the flag table in the help text):
+//   --metrics-bind-address :8443 (Go's is :8080; "0" disables; HTTPS with
 //   TokenReview + SubjectAccessReview unless --metrics-secure=false, which is
 //   only accepted with a loopback address), --health-probe-bind-address
 //   :9440 ("0" disables; the manifests pass :8081), --leader-elect false,
