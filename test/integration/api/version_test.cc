@@ -79,7 +79,9 @@ TEST(VersionTest, VersionPrintsVersionCommitAndBuildDate) {
   EXPECT_EQ(m[1].str(), want.version) << "CAPHV_VERSION of " << BuildPath("CMakeCache.txt");
   EXPECT_EQ(m[2].str(), want.commit) << "the source tree's HEAD";
   EXPECT_EQ(m[3].str(), want.date);
-  EXPECT_NE(m[3].str(), "unknown") << "a git checkout has a commit date";
+  if (want.commit != "unknown") {
+    EXPECT_NE(m[3].str(), "unknown") << "a commit has a date";
+  }
 }
 
 TEST(VersionTest, StartupLogCarriesTheSameFields) {
