@@ -217,8 +217,8 @@ kube::StatusOr<Options> ParseOptions(int argc, const char* const* argv, std::str
       ->capture_default_str();
   app.add_flag("--metrics-secure", o.metrics_secure,
                "Serve /metrics over HTTPS to clients whose bearer token the apiserver "
-               "authenticates and authorises (get on /metrics); false: plain HTTP without "
-               "authentication, on a loopback address only")
+               "authenticates and authorises (get on /metrics); default true; false: plain HTTP "
+               "without authentication, on a loopback address only")
       ->capture_default_str();
   app.add_option("--metrics-cert-path,--metrics-cert-dir", o.metrics_cert_path,
                  "Directory with the metrics serving certificate and key (default: a "
