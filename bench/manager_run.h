@@ -289,8 +289,8 @@ class ProvisionRun {
         std::vector<std::string>{
             testing::BuildPath("cmd/caphv-manager/caphv-manager"), "--kubeconfig",
             bed.KubeconfigPath(testing::kMgmt), "--namespace", ns_, "--metrics-bind-address",
-            "127.0.0.1:" + std::to_string(metrics_port_), "--health-probe-bind-address",
-            "127.0.0.1:" + std::to_string(probe_port),
+            "127.0.0.1:" + std::to_string(metrics_port_), "--metrics-secure=false",
+            "--health-probe-bind-address", "127.0.0.1:" + std::to_string(probe_port),
             // klog at 0, as the figures were measured (no flag means the Go
             // manager's development-mode debug logging).
             "-v=0"},

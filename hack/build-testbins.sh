@@ -14,6 +14,10 @@
 #         next to the checkout) into $CAPHV_CACHE_DIR/bin/caphv-go-<version>-<tarball digest>/,
 #         with config/{crd/bases,infrastructure-components.yaml,crds.yaml}. Skipped, with one
 #         message, when the tarball is absent.
+#   rke2: rke2-bootstrap, rke2-controlplane, the RKE2 bootstrap and control-plane providers
+#         (cluster-api-provider-rke2), built from the release tarball in $CAPHV_THIRD_PARTY into
+#         $CAPHV_CACHE_DIR/bin/rke2-<version>-<tarball digest>/, with their kustomize trees in
+#         config/{bootstrap,controlplane}. Skipped, with one message, when the tarball is absent.
 #   cert-manager: no binary; cert-manager's CRDs (deploy/crds/ of the module
 #         github.com/cert-manager/cert-manager, rendered as its static install renders them) in
 #         crds/, for the install test that applies the Go provider's Issuer and Certificate.
@@ -50,6 +54,8 @@ HELM_VERSION=v3.19.5
 PROMETHEUS_OPERATOR_VERSION=v0.85.0
 third_party=${CAPHV_THIRD_PARTY:-$root/../shared/third_party}
 caphv_go_tarball=$third_party/cluster-api-provider-harvester-$CAPHV_GO_VERSION.tar.gz
+RKE2_VERSION=v0.21.1
+rke2_tarball=$third_party/cluster-api-provider-rke2-$RKE2_VERSION.tar.gz
 
 # bin_dir FAMILY VERSION -> cache folder keyed by version and go.sum content.
 bin_dir() {
@@ -112,6 +118,48 @@ build_caphv_go() {
     mv "$dir/caphv-go.tmp" "$dir/caphv-go"
     rm -rf "$src"
     echo "testbins: built caphv-go in $(( $(date +%s) - start ))s" >&2
+  ) 9>"$dir/.lock"
+}
+
+# rke2_dir -> cache folder keyed by version and the tarball's content.
+rke2_dir() {
+  echo "$cache/bin/rke2-$RKE2_VERSION-$(sha256sum "$rke2_tarball" | cut -c1-12)"
+}
+
+# Unpacks the RKE2 providers' tarball and builds both managers (no replace needed; the
+# dependencies come from the module proxy). Next to the binaries: config/bootstrap and
+# config/controlplane, the projects' kustomize trees (CRDs, RBAC, webhooks).
+build_rke2() {
+  local dir start src top="cluster-api-provider-rke2-$RKE2_VERSION"
+  dir=$(rke2_dir)
+  [ -x "$dir/rke2-bootstrap" ] && [ -x "$dir/rke2-controlplane" ] && [ -d "$dir/config" ] && return 0
+  mkdir -p "$dir"
+  (
+    flock 9
+    [ -x "$dir/rke2-bootstrap" ] && [ -x "$dir/rke2-controlplane" ] && [ -d "$dir/config" ] && exit 0
+    start=$(date +%s)
+    echo "testbins: building the RKE2 providers $RKE2_VERSION (first time only; cached in $dir)" >&2
+    src=$dir/src
+    rm -rf "$src" "$dir/config.tmp"
+    mkdir -p "$src" "$dir/config.tmp"
+    tar -xzf "$rke2_tarball" -C "$src" --strip-components=1
+    if ! (
+      cd "$src"
+      GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w" -o "$dir/rke2-bootstrap.tmp" ./bootstrap
+      GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w" -o "$dir/rke2-controlplane.tmp" ./controlplane
+    ) >"$dir/rke2.build.log" 2>&1; then
+      echo "testbins: building the RKE2 providers failed; see $dir/rke2.build.log" >&2
+      tail -n 20 "$dir/rke2.build.log" >&2
+      exit 1
+    fi
+    cp -r "$src/bootstrap/config" "$dir/config.tmp/bootstrap"
+    cp -r "$src/controlplane/config" "$dir/config.tmp/controlplane"
+    mv "$dir/rke2-bootstrap.tmp" "$dir/rke2-bootstrap"
+    mv "$dir/rke2-controlplane.tmp" "$dir/rke2-controlplane"
+    rm -rf "$dir/config"
+    mv "$dir/config.tmp" "$dir/config"
+    rm -rf "$src"
+    echo "testbins: built the RKE2 providers in $(( $(date +%s) - start ))s" >&2
   ) 9>"$dir/.lock"
 }
 
@@ -253,6 +301,17 @@ for f in "${families[@]}"; do
       mkdir -p "$cache/bin/current"
       ln -sfn "$(caphv_go_dir)/caphv-go" "$cache/bin/current/caphv-go"
       ln -sfn "$(caphv_go_dir)/config" "$cache/bin/current/caphv-go-config"
+      ;;
+    rke2)
+      if [ ! -f "$rke2_tarball" ]; then
+        echo "testbins: skipping rke2: $rke2_tarball not found (set CAPHV_THIRD_PARTY)" >&2
+        continue
+      fi
+      build_rke2
+      mkdir -p "$cache/bin/current"
+      ln -sfn "$(rke2_dir)/rke2-bootstrap" "$cache/bin/current/rke2-bootstrap"
+      ln -sfn "$(rke2_dir)/rke2-controlplane" "$cache/bin/current/rke2-controlplane"
+      ln -sfn "$(rke2_dir)/config" "$cache/bin/current/rke2-config"
       ;;
     cert-manager)
       fetch_cert_manager_crds

@@ -52,6 +52,7 @@ cp "$DIR/pki/serving.key" "$DIR/caphv/certs/tls.key"
 tb_start caphv-manager "$BUILD/cmd/caphv-manager/caphv-manager" \
   --kubeconfig "$DIR/mgmt.kubeconfig" --enable-webhooks --webhook-port "$WEBHOOK_PORT" \
   --webhook-cert-dir "$DIR/caphv/certs" --metrics-bind-address "127.0.0.1:$METRICS_PORT" \
+  --metrics-secure=false \
   --health-probe-bind-address "127.0.0.1:$PROBE_PORT" --leader-elect \
   --leader-election-namespace default
 deadline=$(($(date +%s) + 60))

@@ -2,10 +2,9 @@
 # The caphv-manager container image: hack/image.sh <version> <outdir>
 #
 # Builds caphv-manager in Release mode ($CAPHV_RELEASE_BUILD_DIR, default build-release/,
-# reporting <version> without a leading v, like the project's version, in --version and its
-# user agent; -O2, the optimization of the tested RelWithDebInfo build, as GCC 12 at -O3
-# reports false -Wrestrict/-Wformat-truncation errors), strips it, and makes an OCI image
-# with buildah holding only:
+# reporting <version> in --version, its start-up log and user agent; -O2, the optimization of
+# the tested RelWithDebInfo build, as GCC 12 at -O3 reports false -Wrestrict and
+# -Wformat-truncation errors), strips it, and makes an OCI image with buildah holding only:
 #   /caphv-manager                         the binary (its entrypoint)
 #   the shared libraries `ldd` lists for it, at the paths ldd prints, and the dynamic loader
 #   /etc/ssl/certs/ca-certificates.crt     the host's CA bundle
@@ -41,7 +40,7 @@ keyfile=$logs/$(sha256sum <<<"$archive" | cut -c1-16).key  # per archive path
 
 # 1. The Release binary (incremental: a no-op when nothing changed).
 cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  "-DCMAKE_CXX_FLAGS_RELEASE=-O2 -DNDEBUG" "-DCAPHV_VERSION=${version#v}" \
+  "-DCMAKE_CXX_FLAGS_RELEASE=-O2 -DNDEBUG" "-DCAPHV_VERSION=$version" \
   >"$logs/cmake.log" 2>&1 || { cat "$logs/cmake.log" >&2; exit 1; }
 cmake --build "$build_dir" -j "${JOBS:-$(nproc)}" --target caphv-manager >"$logs/build.log" 2>&1 ||
   { tail -n 40 "$logs/build.log" >&2; exit 1; }

@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 packages=(
   build-essential cmake ninja-build ccache pkg-config clang-format clang-tidy
   libboost1.81-dev libcurl4-openssl-dev libssl-dev nlohmann-json3-dev libyaml-cpp-dev
-  prometheus-cpp-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
+  prometheus-cpp-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev prometheus
   openssl curl time procps yq jq ca-certificates buildah
 )
 # shellcheck source=hack/lib/toolchain.sh

@@ -19,10 +19,7 @@
 #include "kube/signals.h"
 #include "manager.h"
 #include "options.h"
-
-#ifndef CAPHV_VERSION
-#define CAPHV_VERSION "dev"
-#endif
+#include "version.h"
 
 namespace {
 
@@ -55,15 +52,19 @@ int Main(int argc, char** argv) {
     return 0;
   }
   if (options.show_version) {
-    std::cout << "caphv-manager " << CAPHV_VERSION << "\n";
+    std::cout << caphv::manager::VersionLine() << "\n";
     return 0;
   }
 
   log::Configure(options.log.verbosity, options.log.format, nullptr, options.log.time);
   auto logger = log::Root().WithName("setup");
+  const caphv::manager::BuildInfo& build = caphv::manager::Build();
   logger.Info("Starting caphv-manager",
-              {{"version", CAPHV_VERSION},
+              {{"version", build.version},
+               {"commit", build.commit},
+               {"buildDate", build.date},
                {"metricsBindAddress", options.metrics_bind_address},
+               {"metricsSecure", options.metrics_secure},
                {"healthProbeBindAddress", options.health_probe_bind_address},
                {"leaderElect", options.leader_elect},
                {"enableWebhooks", options.enable_webhooks},
@@ -88,7 +89,7 @@ int Main(int argc, char** argv) {
     return 1;
   }
   logger.V(1).Info("Loaded the Kubernetes client configuration", {{"server", config->server}});
-  config->user_agent = std::string("caphv-manager/") + CAPHV_VERSION;
+  config->user_agent = "caphv-manager/" + std::string(build.version);
   auto client = caphv::kube::Client::New(std::move(config).value());
   if (!client.ok()) {
     logger.Error(client.status(), "Unable to create the Kubernetes client");

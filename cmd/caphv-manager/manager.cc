@@ -9,9 +9,11 @@
 #include <thread>
 
 #include "controllers/metrics.h"
+#include "kube/authn_authz.h"
 #include "kube/heap.h"
 #include "kube/leader_election.h"
 #include "kube/metrics.h"
+#include "kube/self_signed.h"
 #include "webhooks/admission.h"
 
 namespace caphv::manager {
@@ -102,11 +104,7 @@ kube::Status Manager::StartServers() {
     log_.Info("Serving health probes", {{"address", probe_server_->address()}});
   }
   if (options_.metrics_bind_address != "0") {
-    metrics_server_ = std::make_unique<kube::HttpServer>(
-        kube::HttpServerOptions{.name = "metrics", .bind_address = options_.metrics_bind_address});
-    metrics_server_->Handle("/metrics", metrics_handler);
-    CAPHV_RETURN_IF_ERROR(metrics_server_->Start());
-    log_.Info("Serving metrics", {{"address", metrics_server_->address()}});
+    CAPHV_RETURN_IF_ERROR(StartMetricsServer(metrics_handler));
   }
   if (options_.enable_webhooks) {
     webhook_server_ = std::make_unique<kube::HttpServer>(
@@ -123,6 +121,39 @@ kube::Status Manager::StartServers() {
     log_.Info("Serving webhooks",
               {{"address", webhook_server_->address()}, {"certDir", options_.webhook_cert_dir}});
   }
+  return {};
+}
+
+kube::Status Manager::StartMetricsServer(kube::HttpHandler handler) {
+  kube::HttpServerOptions server{.name = "metrics", .bind_address = options_.metrics_bind_address};
+  std::string certificate = "none";
+  if (options_.metrics_secure) {
+    if (client_ == nullptr) {
+      return kube::Status(kube::StatusCode::kInvalidArgument,
+                          "secure metrics need a client of the apiserver");
+    }
+    if (!options_.metrics_cert_path.empty()) {
+      server.cert_dir = options_.metrics_cert_path;
+      server.cert_name = options_.metrics_cert_name;
+      server.key_name = options_.metrics_cert_key;
+      certificate = options_.metrics_cert_path;
+    } else {
+      // controller-runtime's metrics server does the same without a CertDir.
+      CAPHV_ASSIGN_OR_RETURN(auto pem,
+                             kube::GenerateSelfSignedCertificate({"localhost", "127.0.0.1"}));
+      server.cert_pem = std::move(pem.cert_pem);
+      server.key_pem = std::move(pem.key_pem);
+      certificate = "self-signed";
+    }
+    auto filter = std::make_shared<kube::AccessFilter>(kube::NewApiServerAccessReviewer(client_));
+    handler = kube::AccessFilter::Wrap(std::move(filter), std::move(handler));
+  }
+  metrics_server_ = std::make_unique<kube::HttpServer>(std::move(server));
+  metrics_server_->Handle("/metrics", std::move(handler));
+  CAPHV_RETURN_IF_ERROR(metrics_server_->Start());
+  log_.Info("Serving metrics", {{"address", metrics_server_->address()},
+                                {"secure", options_.metrics_secure},
+                                {"certificate", certificate}});
   return {};
 }
 

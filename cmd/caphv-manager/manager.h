@@ -25,6 +25,11 @@
 // timeout): the reason is logged, the logger flushed, and the process leaves
 // through std::_Exit without waiting for reconciles in flight.
 //
+// Metrics (/metrics on --metrics-bind-address) are served over HTTPS to
+// clients whose bearer token the apiserver authenticates (TokenReview) and
+// authorises for get on /metrics (SubjectAccessReview), decisions cached
+// (kube/authn_authz.h); plain HTTP only with --metrics-secure=false.
+//
 // Every replica also runs a kube::HeapReleaser (kube/heap.h) for its whole
 // life: after large deletions it gives the freed heap pages back.
 //
@@ -72,7 +77,8 @@ using CacheStart = std::function<kube::Status(std::stop_token stop)>;
 
 class Manager {
  public:
-  // `client` may be null only when leader election is off.
+  // `client` may be null only when leader election is off and metrics are
+  // not secure (or disabled).
   Manager(Options options, std::shared_ptr<kube::Client> client);
   ~Manager();
   Manager(const Manager&) = delete;
@@ -101,6 +107,10 @@ class Manager {
   };
 
   kube::Status StartServers();
+  // /metrics: HTTPS behind TokenReview + SubjectAccessReview (certificate
+  // from --metrics-cert-path, else self-signed), or plain HTTP when
+  // --metrics-secure=false.
+  kube::Status StartMetricsServer(kube::HttpHandler handler);
   // Starts every cache and waits until all synced; false when one failed or
   // `stop` came first.
   bool StartCaches(std::stop_token stop);

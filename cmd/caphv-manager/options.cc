@@ -66,6 +66,19 @@ bool IsDns1123Label(std::string_view v) {
 
 kube::Status Validate(const Options& o) {
   CAPHV_RETURN_IF_ERROR(CheckBindAddress("--metrics-bind-address", o.metrics_bind_address));
+  if (!o.metrics_secure && o.metrics_bind_address != "0" &&
+      !kube::IsLoopbackBindAddress(o.metrics_bind_address)) {
+    return Bad(
+        "--metrics-secure=false serves /metrics without authentication, so only on a "
+        "loopback address: --metrics-bind-address \"" +
+        o.metrics_bind_address + "\" is not one (use 127.0.0.1:<port>)");
+  }
+  if (!o.metrics_secure && !o.metrics_cert_path.empty()) {
+    return Bad("--metrics-cert-path needs --metrics-secure (plain HTTP has no certificate)");
+  }
+  if (o.metrics_cert_name.empty() || o.metrics_cert_key.empty()) {
+    return Bad("--metrics-cert-name and --metrics-cert-key must not be empty");
+  }
   CAPHV_RETURN_IF_ERROR(
       CheckBindAddress("--health-probe-bind-address", o.health_probe_bind_address));
   if (o.webhook_port < 1 || o.webhook_port > 65535) {
@@ -201,6 +214,18 @@ kube::StatusOr<Options> ParseOptions(int argc, const char* const* argv, std::str
                  "Path to a kubeconfig (default: $KUBECONFIG, in-cluster, ~/.kube/config)");
   app.add_option("--metrics-bind-address", o.metrics_bind_address,
                  "Address the /metrics endpoint binds to; \"0\" disables it")
+      ->capture_default_str();
+  app.add_flag("--metrics-secure", o.metrics_secure,
+               "Serve /metrics over HTTPS to clients whose bearer token the apiserver "
+               "authenticates and authorises (get on /metrics); default true; false: plain HTTP "
+               "without authentication, on a loopback address only")
+      ->capture_default_str();
+  app.add_option("--metrics-cert-path,--metrics-cert-dir", o.metrics_cert_path,
+                 "Directory with the metrics serving certificate and key (default: a "
+                 "self-signed certificate generated at start)");
+  app.add_option("--metrics-cert-name", o.metrics_cert_name, "Metrics certificate file name")
+      ->capture_default_str();
+  app.add_option("--metrics-cert-key", o.metrics_cert_key, "Metrics key file name")
       ->capture_default_str();
   app.add_option("--health-probe-bind-address", o.health_probe_bind_address,
                  "Address the /healthz and /readyz endpoints bind to; \"0\" disables them")

@@ -5,11 +5,16 @@
 //
 // Accepted forms: `--flag=value`, `--flag value`, `--bool`, `--bool=false`,
 // Go's single-dash `-flag`, `-v N`, `-vN`, `-v=N` and `--v=N`. Every flag of
-// the Go provider's manager is accepted with its default (see the flag table
-// in the help text):
-//   --metrics-bind-address :8080 ("0" disables), --health-probe-bind-address
+// the Go provider's manager is accepted with its default but the metrics
+// address (see the flag table in the help text):
+//   --metrics-bind-address :8443 (Go's is :8080; "0" disables; HTTPS with
+//   TokenReview + SubjectAccessReview unless --metrics-secure=false, which is
+//   only accepted with a loopback address), --health-probe-bind-address
 //   :9440 ("0" disables; the manifests pass :8081), --leader-elect false,
 //   --enable-webhooks false and the --zap-* logging flags (logging_flags.h);
+// kubebuilder's --metrics-secure true, --metrics-cert-path (a directory;
+// empty: a self-signed certificate made at start; alias --metrics-cert-dir),
+// --metrics-cert-name tls.crt, --metrics-cert-key tls.key;
 // and CAPHV's own: lease 15s / 10s / 2s, --webhook-port 9443,
 //   --webhook-cert-dir <TMPDIR>/k8s-webhook-server/serving-certs,
 //   --concurrency 10, --sync-period 10m, --cache-sync-timeout 2m (controller-
@@ -34,7 +39,14 @@ inline constexpr std::string_view kDefaultLeaderElectionId = "1e1658d6.cluster.x
 
 struct Options {
   std::string kubeconfig;
-  std::string metrics_bind_address = ":8080";
+  std::string metrics_bind_address = ":8443";
+  // HTTPS, and every request authenticated (TokenReview) and authorised
+  // (SubjectAccessReview); false: plain HTTP without authentication, only on
+  // a loopback address.
+  bool metrics_secure = true;
+  std::string metrics_cert_path;  // directory; empty: self-signed, in memory
+  std::string metrics_cert_name = "tls.crt";
+  std::string metrics_cert_key = "tls.key";
   std::string health_probe_bind_address = ":9440";
 
   bool leader_elect = false;

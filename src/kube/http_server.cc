@@ -71,8 +71,10 @@ class HttpServerImpl {
   std::vector<std::thread> threads_;
   log::Logger logger_;
 
-  // TLS material, reloaded when the files change; set in Start() when tls().
+  // TLS material, reloaded when the files change; set in Start() when
+  // cert_dir is set. Otherwise, with cert_pem, the fixed context built from it.
   std::optional<ServingCertificate> certificate_;
+  std::shared_ptr<ssl::context> fixed_tls_;
 
   // The gate: live sessions.
   std::mutex gate_mu_;
@@ -90,9 +92,11 @@ class HttpServerImpl {
 
   std::string CertPath() const { return options_.cert_dir + "/" + options_.cert_name; }
   std::string KeyPath() const { return options_.cert_dir + "/" + options_.key_name; }
-  bool tls() const { return !options_.cert_dir.empty(); }
+  bool tls() const { return !options_.cert_dir.empty() || !options_.cert_pem.empty(); }
 
-  std::shared_ptr<ssl::context> CurrentTls() { return certificate_->Current(); }
+  std::shared_ptr<ssl::context> CurrentTls() {
+    return certificate_ ? certificate_->Current() : fixed_tls_;
+  }
 
   void ScheduleCertPoll();
   void DoAccept();
@@ -403,9 +407,12 @@ Status HttpServer::Start() {
   CAPHV_ASSIGN_OR_RETURN(auto host_port, ParseBindAddress(d.options_.bind_address));
   auto& [host, port] = host_port;
 
-  if (d.tls()) {
+  if (!d.options_.cert_dir.empty()) {
     d.certificate_.emplace(d.CertPath(), d.KeyPath(), d.logger_);
     CAPHV_RETURN_IF_ERROR(d.certificate_->Reload(true));
+  } else if (!d.options_.cert_pem.empty()) {
+    CAPHV_ASSIGN_OR_RETURN(d.fixed_tls_,
+                           MakeServerTlsContext(d.options_.cert_pem, d.options_.key_pem));
   }
 
   boost::system::error_code ec;
@@ -446,7 +453,7 @@ Status HttpServer::Start() {
   d.cert_timer_.emplace(net::make_strand(*d.ioc_));
   d.work_.emplace(d.ioc_->get_executor());
   d.DoAccept();
-  if (d.tls()) d.ScheduleCertPoll();
+  if (d.certificate_) d.ScheduleCertPoll();
   int n = d.options_.threads > 0 ? d.options_.threads : 1;
   for (int i = 0; i < n; ++i) {
     d.threads_.emplace_back([&d] {

@@ -15,7 +15,9 @@
 // certificate and key files are polled every `cert_poll_interval`; when
 // either changes, a new TLS context is built and used for connections
 // accepted afterwards (existing connections keep the old one). A bad new pair
-// is logged and the old one kept.
+// is logged and the old one kept. Without `cert_dir`, a `cert_pem`/`key_pem`
+// pair given in memory (e.g. kube/self_signed.h) serves TLS too, unchanged
+// for the life of the server.
 //
 // Routing: an exact path match wins; otherwise the longest registered
 // pattern ending in '/' that prefixes the path; otherwise 404. Routes must be
@@ -92,11 +94,14 @@ struct HttpServerOptions {
   size_t body_limit = 1 << 20;            // bytes; larger requests get 413
   std::chrono::seconds read_timeout{30};  // per request (headers + body) and keep-alive idle
   std::chrono::seconds write_timeout{30};
-  // TLS: empty cert_dir = plain HTTP.
+  // TLS: empty cert_dir and cert_pem = plain HTTP.
   std::string cert_dir;
   std::string cert_name = "tls.crt";
   std::string key_name = "tls.key";
   std::chrono::milliseconds cert_poll_interval{10000};
+  // TLS from memory, used when cert_dir is empty: PEM chain and key.
+  std::string cert_pem;
+  std::string key_pem;
 };
 
 class HttpServer {
@@ -130,5 +135,10 @@ class HttpServer {
 
 // Splits "host:port" / ":port" / "[v6]:port" into host ("" = any) and port.
 StatusOr<std::pair<std::string, int>> ParseBindAddress(std::string_view address);
+
+// True when `address` ("host:port") listens on a loopback address only:
+// 127.0.0.0/8, ::1 (also as ::ffff:127.x.y.z) or "localhost". ":port" (every
+// interface) and any other host are not.
+bool IsLoopbackBindAddress(std::string_view address);
 
 }  // namespace caphv::kube

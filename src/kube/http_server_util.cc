@@ -1,10 +1,14 @@
 // File: kube/http_server_util.cc
 //
 // The Boost-free parts of the HTTP server: request accessors and bind
-// address parsing.
+// address parsing and checks.
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
 
 #include <cctype>
 #include <charconv>
+#include <cstring>
 #include <string>
 
 #include "kube/http_server.h"
@@ -98,6 +102,20 @@ StatusOr<std::pair<std::string, int>> ParseBindAddress(std::string_view address)
                   "bind address " + std::string(address) + " has an invalid port");
   }
   return std::make_pair(host, port);
+}
+
+bool IsLoopbackBindAddress(std::string_view address) {
+  auto parsed = ParseBindAddress(address);
+  if (!parsed.ok()) return false;
+  const std::string host = Lower(parsed->first);
+  if (host == "localhost") return true;
+  in_addr v4{};
+  if (inet_pton(AF_INET, host.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+  in6_addr v6{};
+  if (inet_pton(AF_INET6, host.c_str(), &v6) != 1) return false;
+  if (std::memcmp(&v6, &in6addr_loopback, sizeof v6) == 0) return true;
+  static constexpr unsigned char kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  return std::memcmp(v6.s6_addr, kMapped, sizeof kMapped) == 0 && v6.s6_addr[12] == 127;
 }
 
 }  // namespace caphv::kube

@@ -13,8 +13,8 @@ namespace ssl = boost::asio::ssl;
 
 namespace {
 
-StatusOr<std::shared_ptr<ssl::context>> LoadTlsContext(const std::string& cert,
-                                                       const std::string& key) {
+// A server context accepting TLS 1.2 and later, without a certificate yet.
+StatusOr<std::shared_ptr<ssl::context>> NewServerContext() {
   auto ctx = std::make_shared<ssl::context>(ssl::context::tls_server);
   boost::system::error_code ec;
   ctx->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
@@ -25,6 +25,13 @@ StatusOr<std::shared_ptr<ssl::context>> LoadTlsContext(const std::string& cert,
   if (SSL_CTX_set_min_proto_version(ctx->native_handle(), TLS1_2_VERSION) != 1) {
     return Status(StatusCode::kInternal, "cannot set TLS 1.2 as the minimum version");
   }
+  return ctx;
+}
+
+StatusOr<std::shared_ptr<ssl::context>> LoadTlsContext(const std::string& cert,
+                                                       const std::string& key) {
+  CAPHV_ASSIGN_OR_RETURN(auto ctx, NewServerContext());
+  boost::system::error_code ec;
   ctx->use_certificate_chain_file(cert, ec);
   if (ec) return Status(StatusCode::kInvalidArgument, "loading " + cert + ": " + ec.message());
   ctx->use_private_key_file(key, ssl::context::pem, ec);
@@ -36,6 +43,20 @@ StatusOr<std::shared_ptr<ssl::context>> LoadTlsContext(const std::string& cert,
 }
 
 }  // namespace
+
+StatusOr<std::shared_ptr<ssl::context>> MakeServerTlsContext(std::string_view cert_pem,
+                                                             std::string_view key_pem) {
+  CAPHV_ASSIGN_OR_RETURN(auto ctx, NewServerContext());
+  boost::system::error_code ec;
+  ctx->use_certificate_chain(boost::asio::buffer(cert_pem.data(), cert_pem.size()), ec);
+  if (ec) return Status(StatusCode::kInvalidArgument, "certificate: " + ec.message());
+  ctx->use_private_key(boost::asio::buffer(key_pem.data(), key_pem.size()), ssl::context::pem, ec);
+  if (ec) return Status(StatusCode::kInvalidArgument, "private key: " + ec.message());
+  if (SSL_CTX_check_private_key(ctx->native_handle()) != 1) {
+    return Status(StatusCode::kInvalidArgument, "the private key does not match the certificate");
+  }
+  return ctx;
+}
 
 ServingCertificate::ServingCertificate(std::string cert_path, std::string key_path,
                                        log::Logger logger)

@@ -3,7 +3,8 @@
 // ServingCertificate: a server TLS context loaded from a certificate/key pair
 // on disk and reloaded when either file changes (cert-manager rotating the
 // Secret mounted into the manager's Pod). TLS 1.2 at least; the key must
-// match the certificate.
+// match the certificate. MakeServerTlsContext builds the same kind of
+// context from PEM text in memory (a certificate generated at start-up).
 //
 // Thread safety: Current() from any thread; Reload() from one thread at a
 // time (the server's certificate poll).
@@ -17,11 +18,18 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 
 #include "kube/log.h"
 #include "kube/status.h"
 
 namespace caphv::kube {
+
+// A server TLS context (TLS 1.2 at least) for a PEM certificate chain and
+// its private key; kInvalidArgument when either does not load or they do
+// not match.
+StatusOr<std::shared_ptr<boost::asio::ssl::context>> MakeServerTlsContext(std::string_view cert_pem,
+                                                                          std::string_view key_pem);
 
 class ServingCertificate {
  public:

@@ -76,6 +76,7 @@ void GoInstallTest::CheckInstall(const std::string& go_deployment_uid) {
   EXPECT_EQ(ports["healthz"], PortOf(options->health_probe_bind_address));
   EXPECT_EQ(options->metrics_bind_address.rfind("127.", 0), std::string::npos)
       << "metrics on loopback cannot be reached through the metrics Service";
+  EXPECT_TRUE(options->metrics_secure) << "metrics reachable from the network need a token";
   std::string cert_volume;
   for (const auto& m : container["volumeMounts"]) {
     if (m.value("mountPath", "") == options->webhook_cert_dir) cert_volume = m.value("name", "");
@@ -158,10 +159,34 @@ void GoInstallTest::CheckInstall(const std::string& go_deployment_uid) {
     EXPECT_FALSE(live.contains(Json::json_pointer("/spec/conversion/webhook"))) << crd;
   }
 
-  // The proxy role exists for the guide's commands and grants nothing.
+  // The proxy role lets the manager review its metrics clients' tokens, and
+  // nothing else; its binding gives it to the manager's ServiceAccount.
   Json proxy = Get("clusterrole caphv-proxy-role");
   ASSERT_TRUE(proxy.is_object());
-  EXPECT_TRUE(proxy.value("rules", Json::array()).empty()) << proxy["rules"].dump();
+  std::set<std::string> granted;
+  for (const auto& rule : proxy.value("rules", Json::array())) {
+    for (const auto& group : rule.value("apiGroups", Json::array())) {
+      for (const auto& resource : rule.value("resources", Json::array())) {
+        for (const auto& verb : rule.value("verbs", Json::array())) {
+          granted.insert(verb.get<std::string>() + " " + resource.get<std::string>() + "." +
+                         group.get<std::string>());
+        }
+      }
+    }
+    EXPECT_FALSE(rule.contains("nonResourceURLs")) << rule.dump();
+  }
+  EXPECT_EQ(granted, (std::set<std::string>{"create tokenreviews.authentication.k8s.io",
+                                            "create subjectaccessreviews.authorization.k8s.io"}));
+  Json binding = Get("clusterrolebinding caphv-proxy-rolebinding");
+  ASSERT_TRUE(binding.is_object());
+  EXPECT_EQ(binding["roleRef"].value("name", ""), "caphv-proxy-role");
+  const std::string service_account = pod.value("serviceAccountName", "");
+  bool bound = false;
+  for (const auto& s : binding.value("subjects", Json::array())) {
+    bound |= s.value("kind", "") == "ServiceAccount" && s.value("name", "") == service_account &&
+             s.value("namespace", "") == kNamespace;
+  }
+  EXPECT_TRUE(bound) << binding["subjects"].dump();
 }
 
 void GoInstallTest::RunTroubleshootingCommands() {

@@ -99,6 +99,7 @@ class ManagerProcessTest : public ::testing::Test {
         Manager(),
         "--kubeconfig=" + (kubeconfig.empty() ? kubeconfig_ : kubeconfig),
         "--metrics-bind-address=127.0.0.1:" + std::to_string(r.metrics_port),
+        "--metrics-secure=false",
         "--health-probe-bind-address",
         "127.0.0.1:" + std::to_string(r.probe_port),
         "--enable-webhooks",
@@ -424,14 +425,20 @@ TEST_F(ManagerProcessTest, SigintStopsCleanly) {
 }
 
 TEST_F(ManagerProcessTest, BadFlagsExitNonZeroWithOneLine) {
-  for (const std::string flags : {"--webhook-port=abc", "--no-such-flag",
-                                  "--leader-elect-lease-duration=1s", "--log-format=xml"}) {
+  for (const std::string flags :
+       {"--webhook-port=abc", "--no-such-flag", "--leader-elect-lease-duration=1s",
+        "--log-format=xml", "--metrics-secure=false",
+        "--metrics-secure=false --metrics-bind-address=0.0.0.0:8080"}) {
     std::string out;
     int rc = RunCommand("'" + Manager() + "' " + flags, &out);
     EXPECT_EQ(rc, 2) << flags << ": " << out;
     ASSERT_FALSE(out.empty()) << flags;
     EXPECT_EQ(out.find('\n'), out.size() - 1) << flags << ": " << out;
     EXPECT_EQ(out.rfind("caphv-manager: ", 0), 0u) << out;
+    if (flags.rfind("--metrics-secure=false", 0) == 0) {
+      EXPECT_NE(out.find("--metrics-secure=false"), std::string::npos) << out;
+      EXPECT_NE(out.find("--metrics-bind-address"), std::string::npos) << out;
+    }
   }
   std::string out;
   EXPECT_EQ(RunCommand("'" + Manager() + "' --version", &out), 0);

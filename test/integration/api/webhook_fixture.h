@@ -101,6 +101,7 @@ class WebhookFixture : public ::testing::Test {
             "--enable-webhooks", "--webhook-port", std::to_string(webhook_port_),
             "--webhook-cert-dir", (dir_ / "certs").string(),
             "--metrics-bind-address=127.0.0.1:" + std::to_string(metrics_port_),
+            "--metrics-secure=false",
             "--health-probe-bind-address=127.0.0.1:" + std::to_string(probe_port_), "-v=4"},
         dir_ / "manager.log");
     ASSERT_TRUE(manager_->started());

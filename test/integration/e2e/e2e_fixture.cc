@@ -110,6 +110,7 @@ void E2ETest::LaunchManager(const std::vector<std::string>& extra,
       ns(),
       "--metrics-bind-address",
       "127.0.0.1:" + std::to_string(out->metrics_port),
+      "--metrics-secure=false",
       "--health-probe-bind-address",
       "127.0.0.1:" + std::to_string(out->probe_port)};
   args.insert(args.end(), extra.begin(), extra.end());

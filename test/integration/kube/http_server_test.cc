@@ -1,8 +1,10 @@
 // Integration tests of HttpServer over real sockets: routing, body limits,
 // graceful shutdown draining a slow request while the probe server keeps
-// answering, bounded shutdown, and TLS with certificate reload (the new
-// certificate's serial is seen by a new connection). Certificates are made by
-// `openssl` at test time; clients are libcurl and `openssl s_client`.
+// answering, bounded shutdown, TLS with certificate reload (the new
+// certificate's serial is seen by a new connection) and TLS from a
+// self-signed certificate made in memory. Certificates are made by `openssl`
+// at test time or by kube/self_signed.h; clients are libcurl and
+// `openssl s_client`.
 
 #include "kube/http_server.h"
 
@@ -19,6 +21,7 @@
 #include <thread>
 
 #include "kube/health.h"
+#include "kube/self_signed.h"
 #include "support/testbed.h"
 
 namespace caphv::kube {
@@ -75,6 +78,17 @@ TEST(ParseBindAddressTest, Forms) {
   EXPECT_FALSE(ParseBindAddress("8080").ok());
   EXPECT_FALSE(ParseBindAddress("127.0.0.1:http").ok());
   EXPECT_FALSE(ParseBindAddress(":70000").ok());
+}
+
+TEST(ParseBindAddressTest, Loopback) {
+  for (const char* a : {"127.0.0.1:8080", "127.1.2.3:0", "localhost:8443", "LOCALHOST:1",
+                        "[::1]:8080", "[::ffff:127.0.0.1]:8080"}) {
+    EXPECT_TRUE(IsLoopbackBindAddress(a)) << a;
+  }
+  for (const char* a : {":8080", "0.0.0.0:8080", "[::]:8080", "10.0.0.1:8080", "128.0.0.1:80",
+                        "example.org:80", "[::2]:80", "[::ffff:10.0.0.1]:80", "127.0.0.1", "0"}) {
+    EXPECT_FALSE(IsLoopbackBindAddress(a)) << a;
+  }
 }
 
 TEST(HttpServerTest, RoutesByExactPathThenLongestPrefixAndReportsChosenPort) {
@@ -249,6 +263,41 @@ TEST_F(TlsTest, ServesTlsAndReloadsReplacedCertificate) {
   EXPECT_EQ(second.curl, CURLE_OK) << curl_easy_strerror(second.curl);
   EXPECT_EQ(second.body, "hello over tls");
   EXPECT_TRUE(server.Shutdown(2s).ok());
+}
+
+TEST_F(TlsTest, ServesTlsFromACertificateInMemory) {
+  auto pem = GenerateSelfSignedCertificate({"localhost", "127.0.0.1"});
+  ASSERT_TRUE(pem.ok()) << pem.status().ToString();
+  HttpServer server({.name = "metrics",
+                     .bind_address = "127.0.0.1:0",
+                     .cert_pem = pem->cert_pem,
+                     .key_pem = pem->key_pem});
+  server.Handle("/metrics", [](const HttpRequest&) {
+    return HttpResponse{200, "text/plain", "up 1\n"};
+  });
+  ASSERT_TRUE(server.Start().ok());
+  ASSERT_TRUE(server.tls());
+  // A client that pins the certificate verifies it (name 127.0.0.1).
+  {
+    std::FILE* f = std::fopen((dir_ / "pinned.crt").c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs(pem->cert_pem.c_str(), f);
+    std::fclose(f);
+  }
+  auto pinned = Fetch(Url(server, "/metrics"), {}, (dir_ / "pinned.crt").string());
+  EXPECT_EQ(pinned.curl, CURLE_OK) << curl_easy_strerror(pinned.curl);
+  EXPECT_EQ(pinned.body, "up 1\n");
+  // One that trusts another certificate refuses it.
+  MakeCert("other", "3003");
+  auto untrusted = Fetch(Url(server, "/metrics"), {}, (dir_ / "other.crt").string());
+  EXPECT_NE(untrusted.curl, CURLE_OK);
+  EXPECT_TRUE(server.Shutdown(2s).ok());
+
+  HttpServer mismatched({.name = "metrics",
+                         .bind_address = "127.0.0.1:0",
+                         .cert_pem = pem->cert_pem,
+                         .key_pem = GenerateSelfSignedCertificate({"localhost"})->key_pem});
+  EXPECT_FALSE(mismatched.Start().ok());
 }
 
 TEST_F(TlsTest, BadInitialCertificateFailsStart) {

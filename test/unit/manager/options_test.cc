@@ -25,7 +25,11 @@ TEST(OptionsTest, Defaults) {
   auto o = Parse({});
   ASSERT_TRUE(o.ok()) << o.status().ToString();
   EXPECT_EQ(o->kubeconfig, "");
-  EXPECT_EQ(o->metrics_bind_address, ":8080");
+  EXPECT_EQ(o->metrics_bind_address, ":8443");
+  EXPECT_TRUE(o->metrics_secure);
+  EXPECT_EQ(o->metrics_cert_path, "");  // a self-signed certificate
+  EXPECT_EQ(o->metrics_cert_name, "tls.crt");
+  EXPECT_EQ(o->metrics_cert_key, "tls.key");
   EXPECT_EQ(o->health_probe_bind_address, ":9440");  // the Go manager's default
   EXPECT_FALSE(o->leader_elect);
   EXPECT_EQ(o->leader_election_id, "1e1658d6.cluster.x-k8s.io");
@@ -204,6 +208,15 @@ TEST(OptionsTest, BadFlagsGiveOneReadableLine) {
       {{"--leader-elect-retry-period=soon"}, "--leader-elect-retry-period"},
       {{"--log-format=xml"}, "--log-format"},
       {{"--metrics-bind-address=localhost"}, "--metrics-bind-address"},
+      {{"--metrics-secure=false"}, "--metrics-secure=false"},
+      {{"--metrics-secure=false", "--metrics-bind-address=:8080"}, "\":8080\" is not one"},
+      {{"--metrics-secure=false", "--metrics-bind-address=10.0.0.1:8080"}, "loopback"},
+      {{"--metrics-secure=false", "--metrics-bind-address=[::]:8080"}, "loopback"},
+      {{"--metrics-secure=false", "--metrics-bind-address=127.0.0.1:8080",
+        "--metrics-cert-path=/certs"},
+       "--metrics-cert-path"},
+      {{"--metrics-cert-name="}, "--metrics-cert-name"},
+      {{"--metrics-secure=maybe"}, "metrics-secure"},
       {{"--health-probe-bind-address=:99999"}, "--health-probe-bind-address"},
       {{"--namespace=Not_A_Namespace"}, "--namespace"},
       {{"--watch-filter=a b"}, "--watch-filter"},
@@ -234,6 +247,34 @@ TEST(OptionsTest, MetricsAndProbesCanBeDisabled) {
   auto o = Parse({"--metrics-bind-address=0", "--health-probe-bind-address=0"});
   ASSERT_TRUE(o.ok()) << o.status().ToString();
   EXPECT_EQ(o->metrics_bind_address, "0");
+}
+
+TEST(OptionsTest, PlainMetricsOnlyOnLoopback) {
+  for (const char* address :
+       {"127.0.0.1:8080", "127.0.0.2:9000", "localhost:8080", "[::1]:8080", "0"}) {
+    std::string flag = std::string("--metrics-bind-address=") + address;
+    auto o = Parse({"--metrics-secure=false", flag.c_str()});
+    ASSERT_TRUE(o.ok()) << address << ": " << o.status().ToString();
+    EXPECT_FALSE(o->metrics_secure);
+    EXPECT_EQ(o->metrics_bind_address, address);
+  }
+  // The Go provider's Deployment flag: served securely on that address.
+  auto o = Parse({"--metrics-bind-address=127.0.0.1:8080"});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_TRUE(o->metrics_secure);
+}
+
+TEST(OptionsTest, MetricsCertificateFlags) {
+  auto o = Parse({"--metrics-cert-path=/certs", "--metrics-cert-name=c.pem",
+                  "--metrics-cert-key=k.pem", "--metrics-secure=true"});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->metrics_cert_path, "/certs");
+  EXPECT_EQ(o->metrics_cert_name, "c.pem");
+  EXPECT_EQ(o->metrics_cert_key, "k.pem");
+  EXPECT_TRUE(o->metrics_secure);
+  o = Parse({"--metrics-cert-dir", "/other"});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->metrics_cert_path, "/other");
 }
 
 TEST(DurationTest, GoSyntax) {
