@@ -10,13 +10,14 @@
 // (`kubectl create token`), and provisions and then deletes a cluster (a
 // control-plane Machine and a MachineDeployment of two workers, addresses
 // from a pool, the load balancer on a pool, the cloud-provider
-// configuration). Where a pod path or address cannot exist here, the test
+// configuration), and /metrics is scraped with the bed's admin token (the
+// manager reviews it). Where a pod path or address cannot exist here, the test
 // substitutes (SubstitutionOf, each printed):
 //   --metrics-bind-address, --health-probe-bind-address  127.0.0.1:<free port>
 //   --webhook-port                                        <free port>
-//   --webhook-cert-dir                                    a folder with the bed's serving
-//   certificate the in-cluster ServiceAccount mount (token, CA)       $KUBECONFIG, a kubeconfig
-//   with the token POD_NAMESPACE (fieldRef metadata.namespace)           the Deployment's namespace
+//   --webhook-cert-dir                 a folder with the bed's serving certificate
+//   the in-cluster ServiceAccount mount (token, CA)  $KUBECONFIG: the token's kubeconfig
+//   POD_NAMESPACE (fieldRef metadata.namespace)      the Deployment's namespace
 // Any other flag is passed as the Deployment has it (a flag the binary does
 // not know makes it exit: the test fails saying so).
 //
@@ -310,6 +311,16 @@ TEST_F(AsDeployedTest, ProvisionsAndDeletesAsItsServiceAccount) {
   CreateMachineDeployment(cluster_ + "-md", 2);
   ASSERT_EQ(WaitForRunningMachines(3).size(), 3u);
   WaitForClusterReady();
+  // /metrics as a scraper reads it (the bed's admin token): the manager checks the token with
+  // a TokenReview and a SubjectAccessReview, as its ServiceAccount.
+  std::string metrics;
+  EXPECT_EQ(caphv::testing::RunCommand(
+                "curl -fsSk -m 10 -H 'Authorization: Bearer " + config.token +
+                    "' https://127.0.0.1:" + std::to_string(metrics_port_) + "/metrics",
+                &metrics),
+            0)
+      << LastLines(metrics, 5);
+  EXPECT_NE(metrics.find("caphv_"), std::string::npos) << LastLines(metrics, 5);
   DeleteClusterAndWait();
   EXPECT_EQ(manager_->Stop(SIGTERM), 0) << LastLines(ManagerLog(), 40);
   manager_.reset();
