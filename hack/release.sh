@@ -53,9 +53,9 @@ YAML
 "$kubectl" kustomize "$work/overlay" >"$work/components.yaml"
 
 # clusterctl variables (${NAME:=default}) in the manager's arguments: its -v=N becomes
-# -v=${CAPHV_LOG_LEVEL:=N}, followed by --concurrency and --watch-filter (its value a
-# list item of its own: the default "" is YAML's empty string, which watches every object;
-# caphv-manager does not take --watch-filter= with nothing after the "=").
+# -v=${CAPHV_LOG_LEVEL:=N}, followed by --concurrency and --watch-filter. The filter's value
+# is a list item of its own: clusterctl reads an empty default (${NAME:=}) as no default,
+# so the default is "", which YAML makes the empty string (every object is watched).
 awk '
   /^kind: Deployment$/ { deployment = 1 }
   /^---$/ { deployment = 0 }

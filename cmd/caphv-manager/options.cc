@@ -291,7 +291,18 @@ kube::StatusOr<Options> ParseOptions(int argc, const char* const* argv, std::str
   std::vector<std::string> args;
   args.reserve(argc > 0 ? argc : 1);
   args.emplace_back(argc > 0 ? argv[0] : "caphv-manager");
-  for (int i = 1; i < argc; ++i) args.push_back(Normalise(argv[i]));
+  for (int i = 1; i < argc; ++i) {
+    std::string a = Normalise(argv[i]);
+    // "--flag=" sets the empty value in Go; CLI11 would take the next argument as the
+    // value instead, so the empty value is passed as an argument of its own.
+    if (a.size() > 3 && a.starts_with("--") && a.back() == '=' && a.find('=') == a.size() - 1) {
+      a.pop_back();
+      args.push_back(std::move(a));
+      args.emplace_back();
+      continue;
+    }
+    args.push_back(std::move(a));
+  }
   std::vector<const char*> cargs;
   for (const auto& a : args) cargs.push_back(a.c_str());
 

@@ -114,6 +114,19 @@ TEST(OptionsTest, EveryFlagInBothForms) {
   EXPECT_EQ(o->log_format, "json");
 }
 
+TEST(OptionsTest, AnEmptyValueAfterTheEqualsSignIsTheEmptyValue) {
+  // As Go's flag package reads it (clusterctl renders an unset variable so): the
+  // next argument stays an argument of its own.
+  auto o = Parse({"--watch-filter=", "--namespace", "team-a"});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->watch_filter, "");
+  EXPECT_EQ(o->watch_namespace, "team-a");
+  auto single_dash = Parse({"-watch-filter=", "-leader-elect"});
+  ASSERT_TRUE(single_dash.ok()) << single_dash.status().ToString();
+  EXPECT_EQ(single_dash->watch_filter, "");
+  EXPECT_TRUE(single_dash->leader_elect);
+}
+
 TEST(OptionsTest, BooleansTakeExplicitValues) {
   auto o = Parse({"--leader-elect=false", "--enable-webhooks=true"});
   ASSERT_TRUE(o.ok()) << o.status().ToString();
