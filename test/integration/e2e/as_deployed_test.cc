@@ -43,6 +43,7 @@ constexpr char kDeployment[] = "caphv-controller-manager";
 constexpr char kServiceAccount[] = "caphv-controller-manager";
 constexpr char kUser[] = "system:serviceaccount:caphv-system:caphv-controller-manager";
 constexpr char kManagerRole[] = "caphv-manager-role";
+constexpr char kLeaderElectionRole[] = "caphv-leader-election-role";
 
 // (apiGroup, resource[/subresource], verb); "" is the core group.
 using Triple = std::tuple<std::string, std::string, std::string>;
@@ -177,7 +178,7 @@ TEST_F(AsDeployedTest, ProvisionsAndDeletesAsItsServiceAccount) {
   // --- the install: the Deployment's container, the RBAC applied.
   const auto objects = RenderInstall();
   Object container, rbac = {{"apiVersion", "v1"}, {"kind", "List"}, {"items", Object::array()}};
-  Object role;
+  Object role, leader_role;
   for (const auto& o : objects) {
     const std::string kind = o.value("kind", "");
     if (kind == "Deployment" && NameOf(o) == kDeployment) {
@@ -185,6 +186,7 @@ TEST_F(AsDeployedTest, ProvisionsAndDeletesAsItsServiceAccount) {
       EXPECT_EQ(Str(o, "/spec/template/spec/serviceAccountName"), kServiceAccount);
     }
     if (kind == "ClusterRole" && NameOf(o) == kManagerRole) role = o;
+    if (kind == "Role" && NameOf(o) == kLeaderElectionRole) leader_role = o;
     if (kind == "Namespace" || kind == "ServiceAccount" || kind == "ClusterRole" ||
         kind == "ClusterRoleBinding" || kind == "Role" || kind == "RoleBinding") {
       rbac["items"].push_back(o);
@@ -193,6 +195,7 @@ TEST_F(AsDeployedTest, ProvisionsAndDeletesAsItsServiceAccount) {
   }
   ASSERT_FALSE(container.is_null()) << "no Deployment " << kDeployment << " in config/default";
   ASSERT_FALSE(role.is_null()) << "no ClusterRole " << kManagerRole << " in config/default";
+  ASSERT_FALSE(leader_role.is_null()) << "no Role " << kLeaderElectionRole << " in config/default";
   const std::filesystem::path dir = std::filesystem::path(bed.dir()) / ("as-deployed-" + ns());
   std::filesystem::create_directories(dir / "certs");
   std::ofstream(dir / "rbac.json") << rbac.dump();
@@ -375,6 +378,17 @@ TEST_F(AsDeployedTest, ProvisionsAndDeletesAsItsServiceAccount) {
          "in kNotExercised:"
       << Lines(unused);
   EXPECT_TRUE(stale.empty()) << "kNotExercised entries to drop:" << Lines(stale);
+
+  // --- every grant of the leader-election Role used (the Deployment passes --leader-elect).
+  std::vector<std::string> unused_leader;
+  for (const auto& g : GrantsOf(leader_role)) {
+    if (std::none_of(used.begin(), used.end(), [&](const Triple& u) { return Covers(g, u); })) {
+      unused_leader.push_back(ToString(g));
+    }
+  }
+  EXPECT_TRUE(unused_leader.empty())
+      << "config/rbac/leader_election_role.yaml grants what the manager never used:"
+      << Lines(unused_leader);
 }
 
 }  // namespace
