@@ -187,19 +187,25 @@ tb_wait_rke2() {
   done
 }
 
+# tb_up_rke2: the three steps below in a row. `up` runs tb_rke2_install in the
+# background while the Cluster API core starts (they do not depend on each
+# other), so the providers add only their own start to `up`.
 tb_up_rke2() {
-  local t0 config="$CACHE/bin/current/rke2-config" kc="$DIR/mgmt.kubeconfig" part key var ports i=0
-  local kustomize=(kubectl kustomize)
-  t0=$(tb_now_ms)
+  tb_rke2_prepare
+  tb_rke2_install
+  tb_rke2_start
+}
+
+# tb_rke2_prepare: binaries, ports, certificates, env keys (writes DIR/env).
+tb_rke2_prepare() {
+  local config="$CACHE/bin/current/rke2-config" part key var ports i=0
+  RKE2_T0=$(tb_now_ms)
   RKE2_BOOTSTRAP_BIN=$(tb_binary CAPHV_RKE2_BOOTSTRAP rke2-bootstrap)
   RKE2_CONTROLPLANE_BIN=$(tb_binary CAPHV_RKE2_CONTROLPLANE rke2-controlplane)
   for part in bootstrap controlplane; do
     [ -d "$config/$part/crd" ] && [ -f "$config/$part/webhook/manifests.yaml" ] ||
       tb_die "the RKE2 providers' manifests not found in $config; run hack/build-testbins.sh rke2"
   done
-  # The bed's own kubectl when built (its kustomize is the one the providers'
-  # trees are tested with); any kubectl otherwise.
-  [ -x "$CACHE/bin/current/kubectl" ] && kustomize=("$CACHE/bin/current/kubectl" kustomize)
   mkdir -p "$DIR/rke2/certs"
   cp "$DIR/pki/serving.crt" "$DIR/rke2/certs/tls.crt"
   cp "$DIR/pki/serving.key" "$DIR/rke2/certs/tls.key"
@@ -213,7 +219,17 @@ tb_up_rke2() {
       tb_env_set "$var" "${!var}"
     done
   done
+}
 
+# tb_rke2_install: renders and applies the CRDs and webhook configurations
+# (files in DIR/rke2, log in DIR/logs/rke2-install.log); no DIR/env writes,
+# so it may run in a subshell.
+tb_rke2_install() {
+  local config="$CACHE/bin/current/rke2-config" kc="$DIR/mgmt.kubeconfig" part key
+  local kustomize=(kubectl kustomize)
+  # The bed's own kubectl when built (its kustomize is the one the providers'
+  # trees are tested with); any kubectl otherwise.
+  [ -x "$CACHE/bin/current/kubectl" ] && kustomize=("$CACHE/bin/current/kubectl" kustomize)
   # CRDs and webhook configurations of both parts in one apply each.
   for part in bootstrap controlplane; do
     key=RKE2_${part^^}_WEBHOOK_PORT
@@ -231,7 +247,11 @@ tb_up_rke2() {
   kubectl --kubeconfig "$kc" apply --server-side --force-conflicts \
     -f "$DIR/rke2/bootstrap-webhooks.json" -f "$DIR/rke2/controlplane-webhooks.json" \
     >>"$DIR/logs/rke2-install.log" 2>&1 || tb_fail_with_log rke2-install "registering the RKE2 webhooks failed"
+}
 
+# tb_rke2_start: starts both managers and waits until they are ready.
+tb_rke2_start() {
+  local kc="$DIR/mgmt.kubeconfig" part
   for part in bootstrap controlplane; do tb_start_rke2_manager "$part"; done
   kubectl --kubeconfig "$kc" wait --for=condition=Established --timeout="${TIMEOUT}s" \
     -f "$DIR/rke2/bootstrap-crds.json" -f "$DIR/rke2/controlplane-crds.json" \
@@ -264,7 +284,7 @@ spec:
 YAML
   tb_wait_rke2 bootstrap controlplane
   tb_env_set WITH_RKE2 1
-  tb_log "RKE2 providers ready in $((($(tb_now_ms) - t0) / 1000))s"
+  tb_log "RKE2 providers ready in $((($(tb_now_ms) - RKE2_T0) / 1000))s"
 }
 
 # ---------------------------------------------------------------------------
