@@ -4,6 +4,10 @@
 SHELL := /bin/bash
 export CAPHV_CACHE_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/caphv
 export CCACHE_DIR ?= $(CAPHV_CACHE_DIR)/ccache
+# Cache hits from any checkout path (CI builds a clean checkout elsewhere):
+# paths relative to the checkout, and the build folder not hashed for -g.
+export CCACHE_BASEDIR ?= $(CURDIR)
+export CCACHE_NOHASHDIR ?= 1
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 

@@ -26,11 +26,24 @@
 #         github.com/prometheus-operator/prometheus-operator, example/prometheus-operator-crd/)
 #         in crds/, so that the test bed accepts the release's ServiceMonitor.
 #
+# Go: the first Go >= 1.24 of hack/lib/toolchain.sh (PATH, /usr/local/go, the toolchain
+# hack/setup.sh installs into $CAPHV_CACHE_DIR/go/).
+#
 # Prints nothing when everything is cached. Usage: build-testbins.sh [family...]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cache=${CAPHV_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/caphv}
 mkdir -p "$cache/bin"
+# shellcheck source=hack/lib/toolchain.sh
+. "$root/hack/lib/toolchain.sh"
+have_go=1
+caphv_use_go || have_go=0
+# require_go: before anything that runs go (nothing does when everything is cached).
+require_go() {
+  [ "$have_go" = 1 ] && return 0
+  echo "testbins: no Go >= 1.$CAPHV_GO_MIN_MINOR (on PATH, in /usr/local/go or $cache/go); run hack/setup.sh" >&2
+  exit 1
+}
 export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-mod=readonly
 
 KUBE_VERSION=v1.33.13
@@ -66,6 +79,7 @@ build_caphv_go() {
   local dir start src top="cluster-api-provider-harvester-$CAPHV_GO_VERSION"
   dir=$(caphv_go_dir)
   [ -x "$dir/caphv-go" ] && [ -f "$dir/config/crds.yaml" ] && return 0
+  require_go
   mkdir -p "$dir"
   (
     flock 9
@@ -158,6 +172,7 @@ fetch_cert_manager_crds() {
   local dir src f out
   dir=$(bin_dir cert-manager "$CERT_MANAGER_VERSION")
   [ -d "$dir/crds" ] && return 0
+  require_go
   mkdir -p "$dir"
   (
     flock 9
@@ -190,6 +205,7 @@ fetch_prometheus_operator_crds() {
   local dir src kind
   dir=$(bin_dir prometheus-operator "$PROMETHEUS_OPERATOR_VERSION")
   [ -d "$dir/crds" ] && return 0
+  require_go
   mkdir -p "$dir"
   (
     flock 9
@@ -214,6 +230,7 @@ build() {
   local todo=()
   for t in $targets; do [ -x "$dir/${t%%=*}" ] || todo+=("$t"); done
   [ "${#todo[@]}" -eq 0 ] && return 0
+  require_go
   mkdir -p "$dir"
   (
     flock 9
@@ -267,6 +284,7 @@ for f in "${families[@]}"; do
       # The CAPI module's manifests (CRDs, webhooks) come with its source zip.
       dir=$(bin_dir capi "$CAPI_VERSION")
       if [ ! -d "$dir/config" ]; then
+        require_go
         src=$(cd "$root/tools/testbins/capi" && go mod download -json "sigs.k8s.io/cluster-api@$CAPI_VERSION" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
         mkdir -p "$dir/config.tmp"
         cp -r "$src/config/crd" "$src/config/webhook" "$dir/config.tmp/"

@@ -20,6 +20,10 @@ BUILD=${CAPHV_BUILD_DIR:-$ROOT/build}
 export CAPHV_BUILD_DIR=$BUILD
 # shellcheck source=hack/lib/testbed-common.sh
 . "$ROOT/hack/lib/testbed-common.sh"
+# shellcheck source=hack/lib/toolchain.sh
+. "$ROOT/hack/lib/toolchain.sh"
+USER_KUBECTL=$(command -v kubectl 2>/dev/null || true)
+caphv_use_kubectl  # the test bed's kubectl (hack/build-testbins.sh), else the one on PATH
 
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
@@ -162,14 +166,18 @@ $HARV get ippools.loadbalancer.harvesterhci.io demo-vms -o jsonpath='{"IPPool de
 say "Its Nodes in the workload cluster"
 $WORK get nodes -o custom-columns=NAME:.metadata.name,PROVIDER-ID:.spec.providerID,IP:.status.addresses[0].address
 
+# The kubectl of the commands below: the one used here, by its full path unless it is the
+# user's own.
+KUBECTL=$(command -v kubectl)
+[ "$KUBECTL" = "$USER_KUBECTL" ] && KUBECTL=kubectl
 cat <<MSG
 
 Look around:
-  kubectl --kubeconfig $DIR/mgmt.kubeconfig -n demo get cluster,machines,harvestermachines   # management
-  kubectl --kubeconfig $DIR/mgmt.kubeconfig -n demo scale machinedeployment demo-workers --replicas 3
-  kubectl --kubeconfig $DIR/harvester.kubeconfig -n demo get vm,vmi,pvc,secrets              # Harvester
-  kubectl --kubeconfig $DIR/harvester.kubeconfig get ippools.loadbalancer.harvesterhci.io -o yaml
-  kubectl --kubeconfig $DIR/workload.kubeconfig get nodes                                    # workload
+  $KUBECTL --kubeconfig $DIR/mgmt.kubeconfig -n demo get cluster,machines,harvestermachines   # management
+  $KUBECTL --kubeconfig $DIR/mgmt.kubeconfig -n demo scale machinedeployment demo-workers --replicas 3
+  $KUBECTL --kubeconfig $DIR/harvester.kubeconfig -n demo get vm,vmi,pvc,secrets              # Harvester
+  $KUBECTL --kubeconfig $DIR/harvester.kubeconfig get ippools.loadbalancer.harvesterhci.io -o yaml
+  $KUBECTL --kubeconfig $DIR/workload.kubeconfig get nodes                                    # workload
   curl -s http://127.0.0.1:$METRICS_PORT/metrics | grep ^caphv_
   less $DIR/logs/caphv-manager.log             # every process logs in $DIR/logs
 

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Idempotent set-up for a fresh Debian bookworm machine: installs the Debian
-# packages the build needs, then builds (once, cached outside the checkout) the
-# Go test-bed binaries. Safe to run repeatedly; does nothing when all is there.
+# packages the build needs; when no Go >= 1.24 is found (PATH, /usr/local/go),
+# Debian's golang-go (1.19) and with it the Go toolchain from the Go module
+# proxy into $CAPHV_CACHE_DIR/go/ (hack/lib/toolchain.sh); then builds (once,
+# cached outside the checkout) the Go test-bed binaries, kubectl included.
+# Safe to run repeatedly; does nothing when all is there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -9,23 +12,38 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config clang-format clang-tidy
   libboost1.81-dev libcurl4-openssl-dev libssl-dev nlohmann-json3-dev libyaml-cpp-dev
   prometheus-cpp-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev prometheus
-  openssl curl time procps yq
+  openssl curl time procps yq jq ca-certificates buildah
 )
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
-done
-if [ "${#missing[@]}" -gt 0 ]; then
+# shellcheck source=hack/lib/toolchain.sh
+. hack/lib/toolchain.sh
+
+# apt_install PACKAGE...: those not installed yet.
+apt_install() {
+  local missing=() p sudo_cmd=()
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
+  done
+  [ "${#missing[@]}" -eq 0 ] && return 0
   echo "setup: installing Debian packages: ${missing[*]}"
-  sudo_cmd=()
   [ "$(id -u)" -ne 0 ] && sudo_cmd=(sudo)
   export DEBIAN_FRONTEND=noninteractive
   "${sudo_cmd[@]}" apt-get update -qq
   "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+}
+apt_install "${packages[@]}"
 
-for tool in go kubectl; do
-  command -v "$tool" >/dev/null || { echo "setup: '$tool' is required on PATH (see README)" >&2; exit 1; }
-done
+if ! caphv_use_go; then
+  # Debian's Go is too old to build the test bed, but fetches the toolchain module.
+  boot=$(command -v go 2>/dev/null || true)
+  if [ -z "$boot" ]; then
+    apt_install golang-go
+    boot=/usr/lib/go/bin/go
+  fi
+  start=$(date +%s)
+  echo "setup: installing Go $CAPHV_GO_VERSION from the Go module proxy (first time only)"
+  caphv_install_go "$boot"
+  caphv_use_go
+  echo "setup: Go $CAPHV_GO_VERSION in $(dirname "$(command -v go)") in $(($(date +%s) - start))s"
+fi
 
 hack/build-testbins.sh

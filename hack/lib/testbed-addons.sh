@@ -226,14 +226,10 @@ tb_rke2_prepare() {
 # so it may run in a subshell.
 tb_rke2_install() {
   local config="$CACHE/bin/current/rke2-config" kc="$DIR/mgmt.kubeconfig" part key
-  local kustomize=(kubectl kustomize)
-  # The bed's own kubectl when built (its kustomize is the one the providers'
-  # trees are tested with); any kubectl otherwise.
-  [ -x "$CACHE/bin/current/kubectl" ] && kustomize=("$CACHE/bin/current/kubectl" kustomize)
   # CRDs and webhook configurations of both parts in one apply each.
   for part in bootstrap controlplane; do
     key=RKE2_${part^^}_WEBHOOK_PORT
-    "${kustomize[@]}" "$config/$part/crd" >"$DIR/rke2/$part-crds.yaml" 2>>"$DIR/logs/rke2-install.log" ||
+    kubectl kustomize "$config/$part/crd" >"$DIR/rke2/$part-crds.yaml" 2>>"$DIR/logs/rke2-install.log" ||
       tb_fail_with_log rke2-install "rendering $config/$part/crd failed"
     tb_local_webhooks_json "$DIR/rke2/$part-crds.yaml" "${!key}" "$kc" "" >"$DIR/rke2/$part-crds.json" \
       2>>"$DIR/logs/rke2-install.log" || tb_fail_with_log rke2-install "rewriting the $part CRDs failed"

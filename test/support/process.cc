@@ -8,25 +8,39 @@
 #include <sys/wait.h>
 
 #include <fstream>
+#include <map>
 #include <sstream>
+#include <string>
 #include <thread>
+#include <vector>
 
 extern char** environ;
 
 namespace caphv::testing {
 
 ChildProcess::ChildProcess(std::vector<std::string> args, std::filesystem::path log_path,
-                           bool append)
+                           bool append, const std::map<std::string, std::string>& env)
     : log_path_(std::move(log_path)) {
   std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry(*e);
+    if (env.count(entry.substr(0, entry.find('='))) == 0) env_strings.push_back(entry);
+  }
+  for (const auto& [key, value] : env) env_strings.push_back(key + "=" + value);
+  std::vector<char*> envp;
+  envp.reserve(env_strings.size() + 1);
+  for (auto& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 1, log_path_.c_str(),
                                    O_WRONLY | O_CREAT | (append ? O_APPEND : O_TRUNC), 0644);
   posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  if (posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ) != 0) pid_ = -1;
+  if (posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), envp.data()) != 0) pid_ = -1;
   posix_spawn_file_actions_destroy(&actions);
 }
 

@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,7 +23,9 @@ class ChildProcess {
  public:
   // `args[0]` is the path of the binary. With `append`, the log keeps the
   // lines of earlier runs (a restarted manager); otherwise it is truncated.
-  ChildProcess(std::vector<std::string> args, std::filesystem::path log_path, bool append = false);
+  // The child's environment is this process's with `env` added or replacing.
+  ChildProcess(std::vector<std::string> args, std::filesystem::path log_path, bool append = false,
+               const std::map<std::string, std::string>& env = {});
   ~ChildProcess() { Kill(); }
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;

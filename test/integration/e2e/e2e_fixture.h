@@ -179,11 +179,13 @@ using caphv::testing::FreePort;
 // ------------------------------------------------------------------ the manager
 
 // caphv-manager as a child process; stdout and stderr appended to one log
-// file, so a restart keeps the lines of the run before it.
+// file, so a restart keeps the lines of the run before it; `env` added to
+// this process's environment.
 class ManagerProcess : public caphv::testing::ChildProcess {
  public:
-  ManagerProcess(std::vector<std::string> args, const std::filesystem::path& log_path)
-      : ChildProcess(std::move(args), log_path, /*append=*/true) {}
+  ManagerProcess(std::vector<std::string> args, const std::filesystem::path& log_path,
+                 const std::map<std::string, std::string>& env = {})
+      : ChildProcess(std::move(args), log_path, /*append=*/true, env) {}
 };
 
 // ------------------------------------------------------------------ pools
