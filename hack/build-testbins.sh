@@ -17,7 +17,8 @@
 #   rke2: rke2-bootstrap, rke2-controlplane, the RKE2 bootstrap and control-plane providers
 #         (cluster-api-provider-rke2), built from the release tarball in $CAPHV_THIRD_PARTY into
 #         $CAPHV_CACHE_DIR/bin/rke2-<version>-<tarball digest>/, with their kustomize trees in
-#         config/{bootstrap,controlplane}. Skipped, with one message, when the tarball is absent.
+#         config/{bootstrap,controlplane}. Skipped, with one message, when the tarball is absent
+#         (the test bed's `up --with-rke2=if-built` then starts without them).
 #   cert-manager: no binary; cert-manager's CRDs (deploy/crds/ of the module
 #         github.com/cert-manager/cert-manager, rendered as its static install renders them) in
 #         crds/, for the install test that applies the Go provider's Issuer and Certificate.
@@ -251,7 +252,7 @@ build() {
 }
 
 families=("$@")
-[ "${#families[@]}" -eq 0 ] && families=(kube etcd capi caphv-go cert-manager helm prometheus-operator)
+[ "${#families[@]}" -eq 0 ] && families=(kube etcd capi caphv-go rke2 cert-manager helm prometheus-operator)
 
 for f in "${families[@]}"; do
   case $f in

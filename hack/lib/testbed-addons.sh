@@ -2,8 +2,10 @@
 # Optional parts of the test bed, sourced by hack/testbed:
 #   tb_up_capi [NAME] Cluster API core CRDs + webhooks + manager against mgmt
 #                     (or against the management cluster NAME of `add-cluster`)
+#   tb_up_rke2        the RKE2 bootstrap and control-plane providers against mgmt
+#                     (CRDs, webhooks, two managers; after tb_up_capi)
 #   tb_up_harvester   the Harvester simulator (caphv-sim) against harvester
-# Both run after the clusters are ready and use the variables set by cmd_up
+# They run after the clusters are ready and use the variables set by cmd_up
 # or cmd_add_cluster (DIR, CACHE, TIMEOUT, ports, binaries).
 
 # ---------------------------------------------------------------------------
@@ -14,7 +16,15 @@
 # Rewrites CAPI's webhook configurations (YAML file $1) for a local server on
 # port $2; prints a JSON List. Reads YAML with PyYAML when present, otherwise
 # lets kubectl (kubeconfig $3) turn it into a stream of JSON objects.
-tb_capi_webhooks_json() {
+tb_capi_webhooks_json() { tb_local_webhooks_json "$1" "$2" "$3" capi-; }
+
+# tb_local_webhooks_json FILE PORT KUBECONFIG PREFIX: the webhook
+# configurations and CRDs of FILE (YAML) for a webhook server on
+# 127.0.0.1:PORT; prints a JSON List. Webhook configurations get the name
+# prefix PREFIX and every webhook clientConfig.url=https://127.0.0.1:PORT<path>
+# with the bed's CA; CRDs with a conversion webhook get the same for it (and
+# lose cert-manager's CA injection annotation); anything else is kept.
+tb_local_webhooks_json() {
   local mode=json
   python3 -c 'import yaml' 2>/dev/null && mode=yaml
   {
@@ -23,7 +33,7 @@ tb_capi_webhooks_json() {
     fi
   } | python3 -c '
 import base64, json, sys
-mode, port, ca_file = sys.argv[1:4]
+mode, port, ca_file, prefix = sys.argv[1:5]
 ca = base64.b64encode(open(ca_file, "rb").read()).decode()
 text = sys.stdin.read()
 if mode == "yaml":
@@ -38,20 +48,25 @@ else:
 items = []
 for doc in docs:
     items.extend(doc["items"] if doc.get("kind") == "List" else [doc])
+def local(client_config):
+    path = client_config.get("service", {}).get("path", "/")
+    return {"url": "https://127.0.0.1:%s%s" % (port, path), "caBundle": ca}
 for obj in items:
     meta = obj["metadata"]
-    meta["name"] = "capi-" + meta["name"]
+    if obj.get("kind") == "CustomResourceDefinition":
+        meta.get("annotations", {}).pop("cert-manager.io/inject-ca-from", None)
+        conv = obj["spec"].get("conversion", {})
+        if conv.get("strategy") == "Webhook":
+            conv["webhook"]["clientConfig"] = local(conv["webhook"]["clientConfig"])
+        continue
+    meta["name"] = prefix + meta["name"]
     meta.pop("annotations", None)
     for hook in obj.get("webhooks", []):
-        svc = hook["clientConfig"].get("service", {})
-        hook["clientConfig"] = {
-            "url": "https://127.0.0.1:%s%s" % (port, svc.get("path", "/")),
-            "caBundle": ca,
-        }
+        hook["clientConfig"] = local(hook["clientConfig"])
 if not items:
     sys.exit("no webhook configurations found")
 json.dump({"apiVersion": "v1", "kind": "List", "items": items}, sys.stdout)
-' "$mode" "$2" "$DIR/pki/ca.crt"
+' "$mode" "$2" "$DIR/pki/ca.crt" "$4"
 }
 
 # tb_up_capi [NAME]: NAME is mgmt (default: the process `capi`, files in
@@ -113,6 +128,159 @@ EOF
     sleep 0.5
   done
   tb_log "Cluster API ready on '$name' in $((($(tb_now_ms) - t0) / 1000))s"
+}
+
+# ---------------------------------------------------------------------------
+# The RKE2 bootstrap and control-plane providers (cluster-api-provider-rke2,
+# built by hack/build-testbins.sh rke2) as local processes against mgmt, the
+# way the Cluster API core runs: their CRDs rendered from config/<part>/crd
+# with kustomize (the Cluster API contract labels
+# `cluster.x-k8s.io/v1beta1: v1alpha1_v1beta1` come from there, as in a
+# clusterctl install) with the conversion webhook pointed at the local
+# process, their webhook configurations (renamed rke2-<part>-…) pointed at
+# https://127.0.0.1:<port>/… with the bed's CA, and the managers with the
+# admin kubeconfig, no leader election, health and diagnostics on loopback.
+# Parts: bootstrap (process rke2-bootstrap, env keys RKE2_BOOTSTRAP_*) and
+# controlplane (rke2-controlplane, RKE2_CONTROLPLANE_*).
+
+# tb_start_rke2_manager PART: starts (or starts again) one manager with the
+# ports recorded in the env keys RKE2_<PART>_*.
+tb_start_rke2_manager() {
+  local part=$1 key bin webhook_port health_port diag_port gates=()
+  key=RKE2_${part^^}
+  bin=${key}_BIN webhook_port=${key}_WEBHOOK_PORT health_port=${key}_HEALTH_PORT
+  diag_port=${key}_DIAGNOSTICS_PORT
+  # MachinePool is on by default in Cluster API v1.10 (the core manager
+  # serves MachinePools); said explicitly for the bootstrap provider, the only
+  # one of the two with feature gates.
+  [ "$part" = bootstrap ] && gates=(--feature-gates=MachinePool=true)
+  tb_start "rke2-$part" "${!bin}" --kubeconfig="$DIR/mgmt.kubeconfig" --leader-elect=false \
+    --webhook-port="${!webhook_port}" --webhook-cert-dir="$DIR/rke2/certs" \
+    --health-addr="127.0.0.1:${!health_port}" \
+    --diagnostics-address="127.0.0.1:${!diag_port}" --insecure-diagnostics "${gates[@]}"
+  tb_env_set "${key}_PID" "$(<"$DIR/run/rke2-$part.pid")"
+}
+
+# tb_wait_rke2 PART...: until each manager answers /readyz and passes a
+# server-side dry-run create through its webhooks.
+tb_wait_rke2() {
+  local deadline=$(($(date +%s) + TIMEOUT)) part key port pending=("$@") left out=""
+  while [ "${#pending[@]}" -gt 0 ]; do
+    left=()
+    for part in "${pending[@]}"; do
+      key=RKE2_${part^^}_HEALTH_PORT
+      port=${!key}
+      tb_alive "rke2-$part" || tb_fail_with_log "rke2-$part" "RKE2 $part provider exited"
+      if ! tb_http_ok "http://127.0.0.1:$port/readyz"; then
+        out="rke2-$part: /readyz not OK"
+        left+=("$part")
+      elif ! out=$(kubectl --kubeconfig "$DIR/mgmt.kubeconfig" create --dry-run=server -o name \
+        -f "$DIR/rke2/probe-$part.yaml" 2>&1); then
+        left+=("$part")
+      fi
+    done
+    pending=("${left[@]}")
+    [ "${#pending[@]}" -eq 0 ] && break
+    [ "$(date +%s)" -lt "$deadline" ] ||
+      tb_fail_with_log "rke2-${pending[0]}" "RKE2 ${pending[0]} provider not ready after ${TIMEOUT}s (last: $out)"
+    sleep 0.5
+  done
+}
+
+# tb_up_rke2: the three steps below in a row. `up` runs tb_rke2_install in the
+# background while the Cluster API core starts (they do not depend on each
+# other), so the providers add only their own start to `up`.
+tb_up_rke2() {
+  tb_rke2_prepare
+  tb_rke2_install
+  tb_rke2_start
+}
+
+# tb_rke2_prepare: binaries, ports, certificates, env keys (writes DIR/env).
+tb_rke2_prepare() {
+  local config="$CACHE/bin/current/rke2-config" part key var ports i=0
+  RKE2_T0=$(tb_now_ms)
+  RKE2_BOOTSTRAP_BIN=$(tb_binary CAPHV_RKE2_BOOTSTRAP rke2-bootstrap)
+  RKE2_CONTROLPLANE_BIN=$(tb_binary CAPHV_RKE2_CONTROLPLANE rke2-controlplane)
+  for part in bootstrap controlplane; do
+    [ -d "$config/$part/crd" ] && [ -f "$config/$part/webhook/manifests.yaml" ] ||
+      tb_die "the RKE2 providers' manifests not found in $config; run hack/build-testbins.sh rke2"
+  done
+  mkdir -p "$DIR/rke2/certs"
+  cp "$DIR/pki/serving.crt" "$DIR/rke2/certs/tls.crt"
+  cp "$DIR/pki/serving.key" "$DIR/rke2/certs/tls.key"
+  read -r -a ports <<<"$(tb_free_ports 6)"
+  for part in bootstrap controlplane; do
+    key=RKE2_${part^^}
+    declare -g "${key}_WEBHOOK_PORT=${ports[i]}" "${key}_HEALTH_PORT=${ports[i + 1]}"
+    declare -g "${key}_DIAGNOSTICS_PORT=${ports[i + 2]}"
+    i=$((i + 3))
+    for var in "${key}_BIN" "${key}_WEBHOOK_PORT" "${key}_HEALTH_PORT" "${key}_DIAGNOSTICS_PORT"; do
+      tb_env_set "$var" "${!var}"
+    done
+  done
+}
+
+# tb_rke2_install: renders and applies the CRDs and webhook configurations
+# (files in DIR/rke2, log in DIR/logs/rke2-install.log); no DIR/env writes,
+# so it may run in a subshell.
+tb_rke2_install() {
+  local config="$CACHE/bin/current/rke2-config" kc="$DIR/mgmt.kubeconfig" part key
+  # CRDs and webhook configurations of both parts in one apply each.
+  for part in bootstrap controlplane; do
+    key=RKE2_${part^^}_WEBHOOK_PORT
+    kubectl kustomize "$config/$part/crd" >"$DIR/rke2/$part-crds.yaml" 2>>"$DIR/logs/rke2-install.log" ||
+      tb_fail_with_log rke2-install "rendering $config/$part/crd failed"
+    tb_local_webhooks_json "$DIR/rke2/$part-crds.yaml" "${!key}" "$kc" "" >"$DIR/rke2/$part-crds.json" \
+      2>>"$DIR/logs/rke2-install.log" || tb_fail_with_log rke2-install "rewriting the $part CRDs failed"
+    tb_local_webhooks_json "$config/$part/webhook/manifests.yaml" "${!key}" "$kc" "rke2-$part-" \
+      >"$DIR/rke2/$part-webhooks.json" 2>>"$DIR/logs/rke2-install.log" ||
+      tb_fail_with_log rke2-install "rewriting $config/$part/webhook/manifests.yaml failed"
+  done
+  kubectl --kubeconfig "$kc" apply --server-side --force-conflicts \
+    -f "$DIR/rke2/bootstrap-crds.json" -f "$DIR/rke2/controlplane-crds.json" \
+    >>"$DIR/logs/rke2-install.log" 2>&1 || tb_fail_with_log rke2-install "applying the RKE2 CRDs failed"
+  kubectl --kubeconfig "$kc" apply --server-side --force-conflicts \
+    -f "$DIR/rke2/bootstrap-webhooks.json" -f "$DIR/rke2/controlplane-webhooks.json" \
+    >>"$DIR/logs/rke2-install.log" 2>&1 || tb_fail_with_log rke2-install "registering the RKE2 webhooks failed"
+}
+
+# tb_rke2_start: starts both managers and waits until they are ready.
+tb_rke2_start() {
+  local kc="$DIR/mgmt.kubeconfig" part
+  for part in bootstrap controlplane; do tb_start_rke2_manager "$part"; done
+  kubectl --kubeconfig "$kc" wait --for=condition=Established --timeout="${TIMEOUT}s" \
+    -f "$DIR/rke2/bootstrap-crds.json" -f "$DIR/rke2/controlplane-crds.json" \
+    >>"$DIR/logs/rke2-install.log" 2>&1 || tb_fail_with_log rke2-install "the RKE2 CRDs not established"
+  # What the readiness check creates (dry run): one object per manager's webhooks.
+  cat >"$DIR/rke2/probe-bootstrap.yaml" <<'YAML'
+apiVersion: bootstrap.cluster.x-k8s.io/v1beta1
+kind: RKE2Config
+metadata:
+  name: testbed-probe
+  namespace: default
+spec: {}
+YAML
+  cat >"$DIR/rke2/probe-controlplane.yaml" <<'YAML'
+apiVersion: controlplane.cluster.x-k8s.io/v1beta1
+kind: RKE2ControlPlane
+metadata:
+  name: testbed-probe
+  namespace: default
+spec:
+  machineTemplate:
+    infrastructureRef:
+      apiVersion: infrastructure.cluster.x-k8s.io/v1alpha1
+      kind: HarvesterMachineTemplate
+      name: testbed-probe
+  rolloutStrategy:
+    type: RollingUpdate
+    rollingUpdate:
+      maxSurge: 1
+YAML
+  tb_wait_rke2 bootstrap controlplane
+  tb_env_set WITH_RKE2 1
+  tb_log "RKE2 providers ready in $((($(tb_now_ms) - RKE2_T0) / 1000))s"
 }
 
 # ---------------------------------------------------------------------------

@@ -115,9 +115,9 @@ tb_all_names() {
     f=${f##*/}
     names+=("${f%.pid}")
   done
-  # caphv-sim and caphv-go, capi, controller managers, apiservers, etcd.
+  # caphv-sim and caphv-go, rke2-*, capi, controller managers, apiservers, etcd.
   printf '%s\n' "${names[@]}" | awk '
-    /^caphv-/ {print 0, $0; next} /^capi/ {print 1, $0; next}
+    /^caphv-/ {print 0, $0; next} /^rke2-/ {print 0, $0; next} /^capi/ {print 1, $0; next}
     /^controller-manager/ {print 2, $0; next} /^apiserver/ {print 3, $0; next}
     {print 4, $0}' | sort -n | cut -d' ' -f2-
 }

@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <random>
@@ -34,6 +35,16 @@ Testbed& Testbed::Get() {
     return new Testbed(dir);
   }();
   return *bed;
+}
+
+std::string Testbed::EnvValue(std::string_view key) const {
+  std::ifstream in(dir_ + "/env");
+  std::string line, prefix = std::string(key) + "=", value;
+  while (std::getline(in, line)) {
+    if (line.rfind(prefix, 0) == 0) value = line.substr(prefix.size());  // the last one wins
+  }
+  if (value == "''") value.clear();
+  return value;
 }
 
 std::string Testbed::KubeconfigPath(std::string_view cluster) const {

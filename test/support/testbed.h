@@ -31,6 +31,10 @@ class Testbed {
   kube::RestConfig Config(std::string_view cluster) const;
   // A client per cluster, created on first use and shared.
   std::shared_ptr<kube::Client> Client(std::string_view cluster);
+  // The value of KEY in DIR/env (the bed's ports, pids, WITH_* flags), read
+  // afresh on each call; "" when the key is absent. Values are taken as
+  // written (ports, flags and paths without spaces need no unquoting).
+  std::string EnvValue(std::string_view key) const;
 
  private:
   explicit Testbed(std::string dir) : dir_(std::move(dir)) {}
