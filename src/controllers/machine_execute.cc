@@ -286,8 +286,9 @@ Status HarvesterMachineReconciler::InitializeNode(Run& r, const MachineAction& a
   if (!r.workload) {
     return Status(kube::StatusCode::kUnavailable, "no connection to the workload cluster");
   }
-  auto patched = r.workload->client().Patch(kube::resources::kNodes, "", a.name,
-                                            kube::PatchType::kMerge, a.body);
+  auto patched =
+      r.workload->client().Patch(kube::resources::kNodes, "", a.name, kube::PatchType::kMerge,
+                                 a.body, {.field_manager = "caphv"});
   const bool conflict = !patched.ok() && patched.status().IsConflict();
   if (!conflict) metrics::NodeInitTotal().Increment();
   if (!patched.ok()) {
