@@ -5,6 +5,7 @@
 // so the next plan sees what this reconcile wrote.
 
 #include "api/codec.h"
+#include "api/conditions.h"
 #include "controllers/capi.h"
 #include "controllers/machine_observe.h"
 #include "controllers/machine_run.h"
@@ -141,6 +142,8 @@ Status HarvesterMachineReconciler::Execute(Run& r, const MachineAction& a, Machi
       o.cloud_init_secret.reset();
       return Status::Ok();
     }
+    case ActionKind::kInitializeNode:
+      return InitializeNode(r, a, o);
     case ActionKind::kConfirmVmGone: {
       auto vm = r.conn->client().Get(harvester::kVirtualMachines, ns, name);
       if (vm.ok()) {
@@ -269,6 +272,44 @@ Status HarvesterMachineReconciler::CreateOrAdopt(Run& r, const MachineAction& a,
   } else {
     o.cloud_init_secret = ViewOfSecret(*written, identity);
   }
+  return Status::Ok();
+}
+
+// One merge patch of the workload Node: providerID and taints together,
+// guarded by the resourceVersion the decision was made on.
+// caphv_node_init_total counts the writes answered, _errors_total the failed
+// ones; a 409 (the kubelet or the cloud provider wrote in between) is
+// neither: the Node's watch event brings the new version and the planner
+// decides again.
+Status HarvesterMachineReconciler::InitializeNode(Run& r, const MachineAction& a,
+                                                  MachineObservation& o) {
+  if (!r.workload) {
+    return Status(kube::StatusCode::kUnavailable, "no connection to the workload cluster");
+  }
+  auto patched =
+      r.workload->client().Patch(kube::resources::kNodes, "", a.name, kube::PatchType::kMerge,
+                                 a.body, {.field_manager = "caphv"});
+  const bool conflict = !patched.ok() && patched.status().IsConflict();
+  if (!conflict) metrics::NodeInitTotal().Increment();
+  if (!patched.ok()) {
+    if (!conflict) metrics::NodeInitErrorsTotal().Increment();
+    return patched.status();
+  }
+  const workload::NodeView before = o.node.value_or(workload::NodeView{});
+  o.node = workload::ViewOfNode(*patched);
+  o.node_initialized_here = true;
+  if (auto since = api::ParseTime(o.vmi ? o.vmi->running_since : std::string())) {
+    metrics::NodeInitDuration().Observe(
+        std::chrono::duration<double>(std::chrono::system_clock::now() - *since).count());
+  }
+  std::string what;
+  if (before.provider_id.empty()) what = "set providerID " + a.value;
+  if (before.uninitialized) {
+    what += std::string(what.empty() ? "" : " and ") + "removed the taint " +
+            std::string(workload::kUninitializedTaint);
+  }
+  r.log.Info("Initialized the workload Node", {{"node", a.name}, {"providerID", a.value}});
+  Emit(r, {false, "NodeInitialized", "Node " + a.name + ": " + what});
   return Status::Ok();
 }
 

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "api/codec.h"
+#include "api/conditions.h"
 #include "controllers/capi.h"
 #include "controllers/machine_run.h"
 #include "harvester/naming.h"
@@ -54,7 +55,20 @@ VmiView ViewOfVmi(const kube::Object& vmi) {
     v.addresses.push_back({"ExternalIP", text});
   };
   auto st = vmi.find("status");
-  if (st == vmi.end() || !st->contains("interfaces")) return v;
+  if (st == vmi.end() || !st->is_object()) return v;
+  for (const auto& t : st->value("phaseTransitionTimestamps", kube::Object::array())) {
+    if (t.is_object() && t.value("phase", "") == "Running") {
+      v.running_since = t.value("phaseTransitionTimestamp", "");
+    }
+  }
+  if (v.running_since.empty() && v.phase == "Running") {
+    for (const auto& c : st->value("conditions", kube::Object::array())) {
+      if (c.is_object() && c.value("type", "") == "Ready" && c.value("status", "") == "True") {
+        v.running_since = c.value("lastTransitionTime", "");
+      }
+    }
+  }
+  if (!st->contains("interfaces")) return v;
   for (const auto& nic : (*st)["interfaces"]) {
     if (nic.contains("ip")) add(nic["ip"]);
     if (nic.contains("ipAddresses")) {
@@ -184,20 +198,21 @@ void HarvesterMachineReconciler::ObserveHarvester(Run& r, MachineObservation& o)
 }
 
 void HarvesterMachineReconciler::ObserveWorkload(Run& r, MachineObservation& o) {
-  // Only a running VM of a machine without a nodeRef looks for its Node,
-  // and only until Cluster API watches Nodes itself.
-  if (o.deleting || o.machine_has_node_ref || o.control_plane_initialized || !o.control_plane ||
-      !o.vm || !o.vmi || o.vmi->phase != "Running") {
-    return;
-  }
+  // Only a running VM looks for its Node: to initialise it (until
+  // NodeInitialized is True), and for a control-plane machine without a
+  // nodeRef until Cluster API watches Nodes itself.
+  if (o.deleting || !o.vm || !o.vmi || o.vmi->phase != "Running") return;
+  const bool nudge = !o.machine_has_node_ref && !o.control_plane_initialized && o.control_plane;
+  if (!nudge && api::IsConditionTrue(o.hm.status.conditions, kNodeInitialized)) return;
   workload::WorkloadLookup lookup = ctx_.workloads->Get(r.req.ns, o.cluster_name, r.req);
   o.workload.ready = lookup.cluster != nullptr;
   o.workload.reason = lookup.reason;
   o.workload.message = lookup.message;
   o.workload.retry_after = lookup.retry_after;
   if (!lookup.cluster) return;
+  r.workload = lookup.cluster;
   if (auto node = lookup.cluster->nodes().Get("", o.hm.metadata.name)) {
-    o.node_provider_id = Str(*node, {"spec", "providerID"});
+    o.node = workload::ViewOfNode(*node);
   }
 }
 

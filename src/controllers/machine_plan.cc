@@ -296,6 +296,41 @@ class Planner {
     plan_.status.initialization = api::Initialization{true};
     Mark(kVmProvisioningReady, true, "VMProvisioningReady", "");
     CheckNode(provider_id);
+    InitNode(provider_id);
+  }
+
+  // Node initialisation (workload/node_init.h), once the VM runs: done once
+  // per machine (NodeInitialized True is never revisited), never on a Node
+  // whose providerID names something else.
+  void InitNode(const std::string& provider_id) {
+    if (conditions_.IsTrue(kNodeInitialized)) return;
+    if (!obs_.workload.ready) {
+      Mark(kNodeInitialized, false, "WaitingForWorkloadCluster",
+           "waiting for the workload cluster: " + obs_.workload.message);
+      if (obs_.workload.retry_after > kube::Clock::Duration::zero()) {
+        WaitFor(obs_.workload, "the workload cluster");
+      }
+      return;
+    }
+    if (!obs_.node) {
+      Mark(kNodeInitialized, false, "WaitingForNode",
+           "waiting for the guest to register Node " + name_);
+      return;
+    }
+    workload::NodeInitDecision d = workload::DecideNodeInit(*obs_.node, provider_id);
+    switch (d.outcome) {
+      case workload::NodeInitDecision::Outcome::kForeign:
+        Mark(kNodeInitialized, false, "NodeProviderIDMismatch", d.message, true);
+        return WaitForEvent("a change of the Node");
+      case workload::NodeInitDecision::Outcome::kInitialized:
+        Mark(kNodeInitialized, true,
+             obs_.node_initialized_here ? "NodeInitialized" : "NodeAlreadyInitialized",
+             obs_.node_initialized_here ? d.message + " (set by CAPHV)"
+                                        : d.message + " (set by the cloud provider)");
+        return;
+      case workload::NodeInitDecision::Outcome::kWrite:
+        return Act(ActionKind::kInitializeNode, name_, provider_id, std::move(d.patch));
+    }
   }
 
   // Cluster API watches a workload cluster's Nodes only once its control
@@ -320,7 +355,7 @@ class Planner {
            "waiting for the workload cluster: " + obs_.workload.message);
       return WaitFor(obs_.workload, "the workload cluster");
     }
-    if (obs_.node_provider_id && *obs_.node_provider_id == provider_id) {
+    if (obs_.node && obs_.node->provider_id == provider_id) {
       Mark(kNodeRegistered, true, "NodeRegistered", registered);
       return WaitForEvent("the Machine's nodeRef");
     }
@@ -414,53 +449,6 @@ class Planner {
 };
 
 }  // namespace
-
-std::string_view ActionName(ActionKind kind) {
-  switch (kind) {
-    case ActionKind::kAddFinalizer:
-      return "AddFinalizer";
-    case ActionKind::kReadCreationInputs:
-      return "ReadCreationInputs";
-    case ActionKind::kReserveAddress:
-      return "ReserveAddress";
-    case ActionKind::kApplyCloudInitSecret:
-      return "ApplyCloudInitSecret";
-    case ActionKind::kCreateVm:
-      return "CreateVM";
-    case ActionKind::kAdoptCloudInitSecret:
-      return "AdoptCloudInitSecret";
-    case ActionKind::kAdoptVm:
-      return "AdoptVM";
-    case ActionKind::kAdoptVmi:
-      return "AdoptVMI";
-    case ActionKind::kSetProviderID:
-      return "SetProviderID";
-    case ActionKind::kMarkPvcsForRemoval:
-      return "MarkPVCsForRemoval";
-    case ActionKind::kDeleteVm:
-      return "DeleteVM";
-    case ActionKind::kDeletePvc:
-      return "DeletePVC";
-    case ActionKind::kDeleteCloudInitSecret:
-      return "DeleteCloudInitSecret";
-    case ActionKind::kConfirmVmGone:
-      return "ConfirmVMGone";
-    case ActionKind::kReleaseAddress:
-      return "ReleaseAddress";
-    case ActionKind::kRemoveFinalizer:
-      return "RemoveFinalizer";
-  }
-  return "Unknown";
-}
-
-std::string MachineOwnerId(const MachineObservation& obs) {
-  return harvester::IpOwnerId(obs.management_cluster_id, obs.hm.metadata.namespace_,
-                              obs.hm.metadata.name);
-}
-
-harvester::ClusterIdentity MachineIdentity(const MachineObservation& obs) {
-  return {obs.management_cluster_id, obs.hm.metadata.namespace_, obs.cluster_name};
-}
 
 MachinePlan PlanMachine(const MachineObservation& obs) {
   MachinePlan plan;

@@ -16,7 +16,10 @@
 //   KeyPair, images: live reads) -> cloud-init Secret -> VirtualMachine
 //   (POST; AlreadyExists is read back and adopted only if it carries this
 //   cluster's id) -> spec.providerID = harvester://<VM uid> -> addresses from
-//   the VMI -> ready -> NodeRegistered from the workload cluster's Node.
+//   the VMI -> ready -> NodeRegistered from the workload cluster's Node ->
+//   node initialisation (NodeInitialized): the Node of the machine's name
+//   gets spec.providerID and loses the uninitialized taint when the cloud
+//   provider has not done it (workload/node_init.h), once per machine.
 // Delete path, strictly in this order: VM (PVCs marked for removal, then the
 // VM deleted; wait for it to go) -> PVCs -> cloud-init Secret -> a live read
 // confirming the VM is gone -> the address back to its pool -> finalizer.
@@ -52,6 +55,7 @@
 #include "harvester/naming.h"
 #include "harvester/vm_builder.h"
 #include "kube/object.h"
+#include "workload/node_init.h"
 
 namespace caphv::controllers {
 
@@ -62,10 +66,11 @@ inline constexpr std::string_view kVmProvisioningReady = "VMProvisioningReady";
 inline constexpr std::string_view kVmIpAllocated = "VMIPAllocated";
 inline constexpr std::string_view kMachineCreated = "MachineCreated";
 inline constexpr std::string_view kNodeRegistered = "NodeRegistered";
+inline constexpr std::string_view kNodeInitialized = "NodeInitialized";
 // Every condition type a HarvesterMachine reports (with Ready and Paused).
-inline constexpr std::array<std::string_view, 6> kMachineConditionTypes = {
-    kInfrastructureReady, kBootstrapDataReady, kVmProvisioningReady,
-    kVmIpAllocated,       kMachineCreated,     kNodeRegistered};
+inline constexpr std::array<std::string_view, 7> kMachineConditionTypes = {
+    kInfrastructureReady, kBootstrapDataReady, kVmProvisioningReady, kVmIpAllocated,
+    kMachineCreated,      kNodeRegistered,     kNodeInitialized};
 
 // Annotation on the cloud-init Secret: a hash of its content, so an
 // unchanged Secret is never written again.
@@ -87,6 +92,9 @@ struct VmView {
 struct VmiView {
   std::string phase;
   std::vector<api::MachineAddress> addresses;
+  // When it started running (status.phaseTransitionTimestamps, else its Ready
+  // condition's lastTransitionTime): caphv_node_init_duration_seconds.
+  std::string running_since;
 };
 
 struct PvcView {
@@ -155,10 +163,12 @@ struct MachineObservation {
   std::vector<harvester::PoolCandidate> pools;
   std::optional<CreationInputs> inputs;
 
-  // Workload cluster (only while the Machine has no nodeRef and the control
-  // plane is not initialized).
+  // Workload cluster: looked at once the VM runs, while NodeInitialized is
+  // not True, and for a control-plane machine while the Machine has no
+  // nodeRef and the control plane is not initialized.
   ConnectionView workload;
-  std::optional<std::string> node_provider_id;  // the Node of this name exists
+  std::optional<workload::NodeView> node;  // the Node of this name exists
+  bool node_initialized_here = false;      // this reconcile wrote the Node (kInitializeNode)
 };
 
 enum class ActionKind {
@@ -178,6 +188,7 @@ enum class ActionKind {
   kConfirmVmGone,   // live GET of the VM
   kReleaseAddress,  // pool; body: the pool merge patch
   kRemoveFinalizer,
+  kInitializeNode,  // name: the workload Node; value: providerID; body: the Node merge patch
 };
 
 std::string_view ActionName(ActionKind kind);

@@ -46,6 +46,8 @@ std::pair<std::string_view, std::string_view> FailureOf(ActionKind kind) {
     case ActionKind::kDeleteCloudInitSecret:
     case ActionKind::kConfirmVmGone:
       return {kVmProvisioningReady, "VMDeletionFailed"};
+    case ActionKind::kInitializeNode:
+      return {kNodeInitialized, "NodeInitializationFailed"};
     case ActionKind::kAddFinalizer:
     case ActionKind::kRemoveFinalizer:
     case ActionKind::kSetProviderID:

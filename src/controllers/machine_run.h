@@ -14,6 +14,7 @@
 #include "controllers/harvester_connection.h"
 #include "controllers/machine_reconciler.h"
 #include "kube/log.h"
+#include "workload/workload_cluster.h"
 
 namespace caphv::controllers {
 
@@ -23,6 +24,7 @@ struct HarvesterMachineReconciler::Run {
   api::HarvesterMachine hm;
   kube::log::Logger log;
   std::shared_ptr<Connection> conn;  // set once the Harvester connection is ready
+  std::shared_ptr<workload::WorkloadCluster> workload;  // set when observed and ready
   bool finalizer_removed = false;
 };
 

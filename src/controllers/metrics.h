@@ -26,7 +26,10 @@
 // exhausted, allocation_errors_total the failed ones (exhaustion included, a
 // write conflict that is retried excluded); releases_total each address
 // released; creation_duration from the VM's creation to the machine's first
-// ready, once per machine.
+// ready, once per machine; node_init_total each workload Node write of node
+// initialisation answered and node_init_errors_total the failed ones (a 409
+// is neither); node_init_duration from the VMI running to that write, once
+// per Node CAPHV initialises.
 //
 // A labelled family has no samples until its first child exists, and
 // prometheus-cpp then leaves it out of the exposition. DeclaredButEmpty()

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "controllers/capi.h"
 #include "controllers/cluster_reconciler.h"
 #include "controllers/context.h"
+#include "controllers/machine_plan.h"
 #include "controllers/machine_reconciler.h"
 #include "harvester/resources.h"
 #include "kube/controller.h"
@@ -32,6 +34,18 @@ std::vector<Request> Keys(const std::vector<kube::ObjectPtr>& objects) {
   std::vector<Request> out;
   for (const auto& o : objects) out.push_back({kube::NamespaceOf(*o), kube::NameOf(*o)});
   return out;
+}
+
+// NodeInitialized is True in a HarvesterMachine's status: its Node needs
+// nothing more from the workload cluster.
+bool NodeInitializedIn(const Object& hm) {
+  const Object status = hm.value("status", Object::object());
+  for (const auto& c : status.value("conditions", Object::array())) {
+    if (c.is_object() && c.value("type", "") == kNodeInitialized) {
+      return c.value("status", "") == "True";
+    }
+  }
+  return false;
 }
 
 // The object named by spec.infrastructureRef when it is of `kind`.
@@ -88,7 +102,8 @@ struct Controllers::Impl {
 
   // Every minute, closes the Harvester connections no HarvesterCluster names
   // and the workload clusters none of whose Machines still waits for its
-  // Node, so their watches and caches do not outlive their clusters.
+  // Node (a nodeRef, or NodeInitialized on its HarvesterMachine), so their
+  // watches and caches do not outlive their clusters.
   void SweepUntil(std::stop_token stop) {
     std::mutex mu;
     std::condition_variable_any cv;
@@ -104,11 +119,17 @@ struct Controllers::Impl {
         return users.ok() && !users->empty();
       });
       auto capi_machines = ctx.machines;
-      ctx.workloads->Sweep([capi_machines](const std::string& cluster_key) {
+      auto hms = ctx.harvester_machines;
+      ctx.workloads->Sweep([capi_machines, hms](const std::string& cluster_key) {
         const Request c = Request::FromKey(cluster_key);
-        for (const auto& m : capi_machines->store().ListByLabels(
-                 c.ns, {{std::string(kClusterNameLabel), c.name}})) {
+        const std::map<std::string, std::string> selector = {
+            {std::string(kClusterNameLabel), c.name}};
+        for (const auto& m : capi_machines->store().ListByLabels(c.ns, selector)) {
           if (Str(*m, {"status", "nodeRef", "name"}).empty()) return true;
+        }
+        // A machine whose Node may still need initialising.
+        for (const auto& hm : hms->store().ListByLabels(c.ns, selector)) {
+          if (!IsDeleting(*hm) && !NodeInitializedIn(*hm)) return true;
         }
         return false;
       });

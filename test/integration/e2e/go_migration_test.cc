@@ -24,8 +24,9 @@ namespace caphv::e2e {
 namespace {
 
 const std::set<std::string> kMachineTypes = {
-    "Ready",         "Paused",         "InfrastructureReady", "BootstrapDataReady",
-    "VMIPAllocated", "MachineCreated", "VMProvisioningReady", "NodeRegistered"};
+    "Ready",          "Paused",         "InfrastructureReady", "BootstrapDataReady",
+    "VMIPAllocated",  "MachineCreated", "VMProvisioningReady", "NodeRegistered",
+    "NodeInitialized"};
 const std::set<std::string> kClusterTypes = {"Ready",
                                              "Paused",
                                              "HarvesterConnectionReady",

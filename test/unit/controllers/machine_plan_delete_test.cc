@@ -186,6 +186,8 @@ struct World {
   std::optional<SecretView> secret;
   bool unlabelled_secret = false;  // exists, but the cache cannot see it
   Object pool_a = PoolObject("pool-a", "10.9.0.10", "10.9.0.12");
+  std::optional<Object> node;  // the workload Node (the workload cluster is reachable)
+  int node_writes = 0;
   int vm_creates = 0;
   int reservations = 0;
   std::vector<ActionKind> writes;
@@ -202,6 +204,8 @@ MachineObservation Observe(const World& w, const api::HarvesterMachineStatus& st
   o.pvcs = w.pvcs;
   o.cloud_init_secret = w.secret;
   if (w.pool_mode) o.pools = {Candidate(w.pool_a)};
+  o.workload = {true, "", "", {}, "https://workload"};
+  if (w.node) o.node = workload::ViewOfNode(*w.node);
   return o;
 }
 
@@ -282,6 +286,12 @@ MachinePlan Drive(World& w, api::HarvesterMachineStatus& status) {
       case ActionKind::kDeleteCloudInitSecret:
         w.secret.reset();
         break;
+      case ActionKind::kInitializeNode:
+        EXPECT_EQ(a.body["metadata"]["resourceVersion"], (*w.node)["metadata"]["resourceVersion"]);
+        w.node->merge_patch(a.body);
+        (*w.node)["metadata"]["resourceVersion"] = "2";
+        ++w.node_writes;
+        break;
     }
     w.writes.push_back(a.kind);
     status = p.status;       // as if reported (or not: the next plan re-derives)
@@ -311,6 +321,26 @@ TEST(MachinePlanTest, LifecycleSurvivesACrashAfterEveryWriteWithOneVmAndOneAddre
   Drive(w, status);
   EXPECT_TRUE(w.writes.empty());
   EXPECT_TRUE(status.ready.value_or(false));
+
+  // The guest registers its Node uninitialised: one write, whatever crashes.
+  const Object other = {{"key", "example.com/dedicated"}, {"effect", "NoExecute"}};
+  w.node =
+      Object{{"metadata", {{"name", "m-0"}, {"resourceVersion", "1"}}},
+             {"spec",
+              {{"taints", Object::array({other,
+                                         {{"key", "node.cloudprovider.kubernetes.io/uninitialized"},
+                                          {"effect", "NoSchedule"}}})}}}};
+  Drive(w, status);
+  EXPECT_EQ(w.writes, (std::vector<ActionKind>{ActionKind::kInitializeNode}));
+  EXPECT_EQ((*w.node)["spec"]["providerID"], "harvester://vm-uid");
+  EXPECT_EQ((*w.node)["spec"]["taints"], Object::array({other}));
+  w.writes.clear();
+  // After the crash that follows it (status not reported): nothing more.
+  status.conditions.clear();
+  Drive(w, status);
+  EXPECT_TRUE(w.writes.empty());
+  EXPECT_EQ(w.node_writes, 1);
+  EXPECT_TRUE(api::IsConditionTrue(status.conditions, kNodeInitialized));
 
   // Deletion; Harvester removes the VM but leaves the PVCs to us.
   w.deleting = true;

@@ -274,9 +274,9 @@ TEST(MachinePlanTest, TheVmIsReadyOnceItRunsWithAnAddressThenTheNodeIsAwaited) {
 
   o.workload = {true, "", "", {}, "https://workload"};
   EXPECT_EQ(Reason(PlanMachine(o), kNodeRegistered), "WaitingForNode");
-  o.node_provider_id = "harvester://vm-uid";
+  o.node = workload::NodeView{"m-0", "harvester://vm-uid"};
   EXPECT_EQ(Reason(PlanMachine(o), kNodeRegistered), "NodeRegistered");
-  o.node_provider_id.reset();
+  o.node.reset();
   o.machine_has_node_ref = true;
   EXPECT_EQ(Reason(PlanMachine(o), kNodeRegistered), "NodeRegistered");
 }
@@ -304,7 +304,7 @@ TEST(MachinePlanTest, OnceTheControlPlaneIsInitializedClusterApiWatchesTheNodes)
   EXPECT_EQ(Cond(PlanMachine(o), kNodeRegistered), nullptr);
   o.control_plane = true;
   o.workload = {true, "", "", {}, "https://workload"};
-  o.node_provider_id = "harvester://vm-uid";
+  o.node = workload::NodeView{"m-0", "harvester://vm-uid"};
   EXPECT_EQ(Cond(p, kNodeRegistered)->message, Cond(PlanMachine(o), kNodeRegistered)->message);
 }
 

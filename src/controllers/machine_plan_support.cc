@@ -1,0 +1,59 @@
+// File: controllers/machine_plan_support.cc
+//
+// The small functions of machine_plan.h beside the planner itself: action
+// names (logs, condition messages) and the machine's identities.
+
+#include "controllers/machine_plan.h"
+
+namespace caphv::controllers {
+
+std::string_view ActionName(ActionKind kind) {
+  switch (kind) {
+    case ActionKind::kAddFinalizer:
+      return "AddFinalizer";
+    case ActionKind::kReadCreationInputs:
+      return "ReadCreationInputs";
+    case ActionKind::kReserveAddress:
+      return "ReserveAddress";
+    case ActionKind::kApplyCloudInitSecret:
+      return "ApplyCloudInitSecret";
+    case ActionKind::kCreateVm:
+      return "CreateVM";
+    case ActionKind::kAdoptCloudInitSecret:
+      return "AdoptCloudInitSecret";
+    case ActionKind::kAdoptVm:
+      return "AdoptVM";
+    case ActionKind::kAdoptVmi:
+      return "AdoptVMI";
+    case ActionKind::kSetProviderID:
+      return "SetProviderID";
+    case ActionKind::kMarkPvcsForRemoval:
+      return "MarkPVCsForRemoval";
+    case ActionKind::kDeleteVm:
+      return "DeleteVM";
+    case ActionKind::kDeletePvc:
+      return "DeletePVC";
+    case ActionKind::kDeleteCloudInitSecret:
+      return "DeleteCloudInitSecret";
+    case ActionKind::kConfirmVmGone:
+      return "ConfirmVMGone";
+    case ActionKind::kReleaseAddress:
+      return "ReleaseAddress";
+    case ActionKind::kRemoveFinalizer:
+      return "RemoveFinalizer";
+    case ActionKind::kInitializeNode:
+      return "InitializeNode";
+  }
+  return "Unknown";
+}
+
+std::string MachineOwnerId(const MachineObservation& obs) {
+  return harvester::IpOwnerId(obs.management_cluster_id, obs.hm.metadata.namespace_,
+                              obs.hm.metadata.name);
+}
+
+harvester::ClusterIdentity MachineIdentity(const MachineObservation& obs) {
+  return {obs.management_cluster_id, obs.hm.metadata.namespace_, obs.cluster_name};
+}
+
+}  // namespace caphv::controllers

@@ -1,0 +1,216 @@
+// File: test/unit/controllers/machine_plan_node_test.cc
+//
+// The HarvesterMachine planner's node initialisation, case by case: once the
+// VM runs, the workload Node of the machine's name gets spec.providerID and
+// loses the uninitialized taint in one guarded write, unless the cloud
+// provider did it, the Node is someone else's, or the machine is paused or
+// being deleted.
+
+#include <gtest/gtest.h>
+
+#include "controllers/machine_plan.h"
+#include "machine_plan_fixtures.h"
+#include "workload/node_init.h"
+
+namespace caphv::controllers {
+namespace {
+
+using namespace machine_plan_test;  // NOLINT(google-build-using-namespace)
+using kube::Object;
+
+constexpr char kOurId[] = "harvester://vm-uid";
+
+const Object kUninitialized = {{"key", "node.cloudprovider.kubernetes.io/uninitialized"},
+                               {"value", "true"},
+                               {"effect", "NoSchedule"}};
+const Object kControlPlane = {{"key", "node-role.kubernetes.io/control-plane"},
+                              {"effect", "NoSchedule"}};
+
+// A Node as the workload informer caches it.
+workload::NodeView Node(const std::string& provider_id, const Object& taints) {
+  Object spec = {{"taints", taints}};
+  if (!provider_id.empty()) spec["providerID"] = provider_id;
+  return workload::ViewOfNode({{"apiVersion", "v1"},
+                               {"kind", "Node"},
+                               {"metadata", {{"name", "m-0"}, {"resourceVersion", "42"}}},
+                               {"spec", spec}});
+}
+
+// A worker whose VM runs with an address, its workload cluster connected.
+MachineObservation Running() {
+  auto o = Base(false);
+  o.vm = OurVm();
+  o.vm->running = true;
+  o.hm.spec.provider_id = kOurId;
+  o.vmi = VmiView{"Running", {{"ExternalIP", "10.9.0.7"}}, "2025-01-01T00:00:00Z"};
+  o.machine_has_node_ref = true;
+  o.workload = {true, "", "", {}, "https://workload"};
+  return o;
+}
+
+// The status a plan reports, as the next reconcile reads it.
+void Reported(MachineObservation& o, const MachinePlan& p) { o.hm.status = p.status; }
+
+TEST(MachinePlanNodeTest, WaitsForTheNodeToRegister) {
+  auto o = Running();
+  auto p = PlanMachine(o);
+  EXPECT_FALSE(p.action);
+  EXPECT_EQ(Reason(p, kNodeInitialized), "WaitingForNode");
+  EXPECT_EQ(Cond(p, kNodeInitialized)->status, "False");
+  EXPECT_EQ(p.wait.kind, Wait::Kind::kEvent);  // the Node's watch event brings it back
+  EXPECT_TRUE(p.events.empty());
+  EXPECT_TRUE(p.status.ready.value_or(false));  // not part of Ready
+  EXPECT_EQ(Reason(p, api::kReadyCondition), "Ready");
+}
+
+TEST(MachinePlanNodeTest, WaitsForTheWorkloadClusterAtItsBackoff) {
+  auto o = Running();
+  o.workload = {false, "Connecting", "connecting to the workload cluster", {}, ""};
+  auto p = PlanMachine(o);
+  EXPECT_FALSE(p.action);
+  EXPECT_EQ(Reason(p, kNodeInitialized), "WaitingForWorkloadCluster");
+  EXPECT_EQ(p.wait.kind, Wait::Kind::kEvent);
+  o.workload = {false, "KubeconfigSecretUnavailable", "cannot read", std::chrono::seconds(4), ""};
+  p = PlanMachine(o);
+  EXPECT_EQ(p.wait.kind, Wait::Kind::kRequeueAfter);
+  EXPECT_EQ(p.wait.after, std::chrono::seconds(4));
+}
+
+TEST(MachinePlanNodeTest, NoProviderIdAndTheTaintAreFixedInOneGuardedWrite) {
+  auto o = Running();
+  o.node = Node("", Object::array({kControlPlane, kUninitialized}));
+  auto p = PlanMachine(o);
+  ASSERT_TRUE(p.action);
+  EXPECT_EQ(p.action->kind, ActionKind::kInitializeNode);
+  EXPECT_EQ(p.action->name, "m-0");
+  EXPECT_EQ(p.action->value, kOurId);
+  const Object want = {
+      {"metadata", {{"resourceVersion", "42"}}},
+      {"spec", {{"providerID", kOurId}, {"taints", Object::array({kControlPlane})}}}};
+  EXPECT_EQ(p.action->body, want);  // every other taint kept as it was
+}
+
+TEST(MachinePlanNodeTest, OurProviderIdWithTheTaintOnlyLiftsTheTaint) {
+  auto o = Running();
+  o.node = Node(kOurId, Object::array({kUninitialized}));
+  auto p = PlanMachine(o);
+  ASSERT_TRUE(p.action);
+  EXPECT_EQ(p.action->kind, ActionKind::kInitializeNode);
+  const Object want = {{"metadata", {{"resourceVersion", "42"}}},
+                       {"spec", {{"taints", nullptr}}}};  // the last taint: the field goes
+  EXPECT_EQ(p.action->body, want);
+}
+
+TEST(MachinePlanNodeTest, OnlyAMissingProviderIdIsSet) {
+  auto o = Running();
+  o.node = Node("", Object::array({kControlPlane}));
+  auto p = PlanMachine(o);
+  ASSERT_TRUE(p.action);
+  const Object want = {{"metadata", {{"resourceVersion", "42"}}},
+                       {"spec", {{"providerID", kOurId}}}};
+  EXPECT_EQ(p.action->body, want);  // taints not written at all
+}
+
+TEST(MachinePlanNodeTest, AfterTheWriteTheNodeIsInitializedAndNeverLookedAtAgain) {
+  auto o = Running();
+  o.node = Node("", Object::array({kUninitialized}));
+  ASSERT_TRUE(PlanMachine(o).action);
+  // The executor folds the patched Node in.
+  o.node = Node(kOurId, Object::array());
+  o.node_initialized_here = true;
+  auto p = PlanMachine(o);
+  EXPECT_FALSE(p.action);
+  EXPECT_EQ(Reason(p, kNodeInitialized), "NodeInitialized");
+  EXPECT_EQ(Cond(p, kNodeInitialized)->status, "True");
+  // Later reconciles: done, whatever the cache shows (a lagging cache, or a
+  // cloud provider re-tainting a migrated Node, is not CAPHV's to fight).
+  Reported(o, p);
+  o.node_initialized_here = false;
+  o.node = Node("", Object::array({kUninitialized}));
+  p = PlanMachine(o);
+  EXPECT_FALSE(p.action);
+  EXPECT_EQ(Reason(p, kNodeInitialized), "NodeInitialized");
+  EXPECT_EQ(p.status, o.hm.status);  // no status write
+}
+
+TEST(MachinePlanNodeTest, TheCloudProviderAlreadyDidIt) {
+  auto o = Running();
+  o.node = Node(kOurId, Object::array({kControlPlane}));
+  auto p = PlanMachine(o);
+  EXPECT_FALSE(p.action);
+  EXPECT_EQ(Reason(p, kNodeInitialized), "NodeAlreadyInitialized");
+  EXPECT_EQ(Cond(p, kNodeInitialized)->status, "True");
+  EXPECT_TRUE(p.events.empty());
+}
+
+TEST(MachinePlanNodeTest, AForeignProviderIdIsNeverTouchedAndWarnsOnce) {
+  auto o = Running();
+  o.node = Node("harvester://someone-else", Object::array({kUninitialized}));
+  auto p = PlanMachine(o);
+  EXPECT_FALSE(p.action);
+  EXPECT_EQ(Reason(p, kNodeInitialized), "NodeProviderIDMismatch");
+  EXPECT_EQ(Cond(p, kNodeInitialized)->status, "False");
+  EXPECT_NE(Cond(p, kNodeInitialized)->message.find("harvester://someone-else"), std::string::npos);
+  ASSERT_EQ(p.events.size(), 1u);
+  EXPECT_TRUE(p.events[0].warning);
+  EXPECT_EQ(p.events[0].reason, "NodeProviderIDMismatch");
+  EXPECT_EQ(p.wait.kind, Wait::Kind::kEvent);
+  Reported(o, p);
+  p = PlanMachine(o);
+  EXPECT_FALSE(p.action);
+  EXPECT_TRUE(p.events.empty());  // the same finding: no second Warning
+  // Without the taint it is still not ours.
+  o.node = Node("harvester://someone-else", Object::array());
+  EXPECT_EQ(Reason(PlanMachine(o), kNodeInitialized), "NodeProviderIDMismatch");
+  EXPECT_FALSE(PlanMachine(o).action);
+}
+
+TEST(MachinePlanNodeTest, NothingBeforeTheVmRuns) {
+  auto o = Running();
+  o.node = Node("", Object::array({kUninitialized}));
+  o.vmi = VmiView{"Scheduled", {}, ""};
+  auto p = PlanMachine(o);
+  EXPECT_FALSE(p.action);
+  EXPECT_EQ(Cond(p, kNodeInitialized), nullptr);
+  o.vmi = VmiView{"Running", {}, ""};  // running, no address yet
+  EXPECT_FALSE(PlanMachine(o).action);
+}
+
+TEST(MachinePlanNodeTest, APausedMachineDoesNothing) {
+  auto o = Running();
+  o.node = Node("", Object::array({kUninitialized}));
+  o.paused = true;
+  auto p = PlanMachine(o);
+  EXPECT_FALSE(p.action);
+  EXPECT_EQ(Cond(p, kNodeInitialized), nullptr);
+  EXPECT_EQ(Reason(p, "Paused"), "Paused");
+}
+
+TEST(MachinePlanNodeTest, ADeletingMachineDoesNotInitializeItsNode) {
+  auto o = Running();
+  o.node = Node("", Object::array({kUninitialized}));
+  o.deleting = true;
+  auto p = PlanMachine(o);
+  ASSERT_TRUE(p.action);
+  EXPECT_NE(p.action->kind, ActionKind::kInitializeNode);
+  EXPECT_EQ(Cond(p, kNodeInitialized), nullptr);
+}
+
+TEST(MachinePlanNodeTest, AControlPlaneMachineReportsBothNodeConditions) {
+  auto o = Running();
+  o.machine_has_node_ref = false;
+  o.control_plane = true;
+  o.node = Node("", Object::array({kUninitialized}));
+  auto p = PlanMachine(o);
+  ASSERT_TRUE(p.action);
+  EXPECT_EQ(p.action->kind, ActionKind::kInitializeNode);
+  EXPECT_EQ(Reason(p, kNodeRegistered), "WaitingForNode");
+  o.node = Node(kOurId, Object::array());
+  o.node_initialized_here = true;
+  p = PlanMachine(o);
+  EXPECT_EQ(Reason(p, kNodeRegistered), "NodeRegistered");
+  EXPECT_EQ(Reason(p, kNodeInitialized), "NodeInitialized");
+}
+
+}  // namespace
+}  // namespace caphv::controllers
