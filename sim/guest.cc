@@ -143,7 +143,8 @@ Status Simulator::RegisterNode(const Object& vm, const Guest& guest, const std::
   Object node;
   if (guest.rke2) {
     bool is_first = false;
-    const JoinDecision d = DecideJoin(*guest.rke2, ClusterFor(vm, &is_first), is_first);
+    const Rke2Cluster cluster = ClusterFor(vm, &is_first);
+    const JoinDecision d = DecideJoin(*guest.rke2, cluster, is_first);
     if (!d.join) {
       bool changed = false;
       {
