@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 
 packages=(
   build-essential cmake ninja-build ccache pkg-config clang-format clang-tidy
-  libboost1.81-dev libcurl4-openssl-dev libssl-dev nlohmann-json3-dev libyaml-cpp-dev
+  libboost1.81-dev libcurl4-openssl-dev libssl-dev nlohmann-json3-dev libyaml-cpp-dev zlib1g-dev
   prometheus-cpp-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev prometheus
   openssl curl time procps yq jq ca-certificates buildah
 )

@@ -266,10 +266,14 @@ bool FailureInjected(const Object& vm) {
   return Str(vm, {"metadata", "annotations", kFailAnnotation}) == "true";
 }
 
+bool GuestDied(const Object& vm) {
+  return Str(vm, {"metadata", "annotations", kDeadAnnotation}) == "true";
+}
+
 Stage StageOf(const Object& vm, milliseconds since_start, milliseconds boot_delay,
               milliseconds ip_delay) {
   if (!WantsRunning(vm)) return Stage::kStopped;
-  if (FailureInjected(vm)) return Stage::kFailed;
+  if (FailureInjected(vm) || GuestDied(vm)) return Stage::kFailed;
   if (since_start < boot_delay) return Stage::kScheduling;
   if (since_start < boot_delay + ip_delay) return Stage::kBooting;
   return Stage::kRunning;
@@ -326,7 +330,8 @@ Object BuildVmi(const Object& vm, Stage stage, const std::vector<Nic>& nics) {
   if (ready) conds.push_back({{"type", "AgentConnected"}, {"status", "True"}});
   if (stage == Stage::kFailed) {
     conds[0]["reason"] = "SimulatedFailure";
-    conds[0]["message"] = std::string("failure injected by annotation ") + kFailAnnotation;
+    conds[0]["message"] = std::string("failure injected by annotation ") +
+                          (GuestDied(vm) ? kDeadAnnotation : kFailAnnotation);
   }
   status["conditions"] = conds;
   if (stage == Stage::kBooting || stage == Stage::kRunning) {

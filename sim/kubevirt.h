@@ -24,6 +24,10 @@
 namespace caphv::sim {
 
 inline constexpr char kFailAnnotation[] = "sim.caphv.io/fail";
+// "true": the guest dies (power cut): the VMI fails, and the guest's kubelet
+// stops writing anything (no Node status, no Lease renewals), so the Node goes
+// Unknown when the node lifecycle controller notices, as with a real kubelet.
+inline constexpr char kDeadAnnotation[] = "sim.caphv.io/dead";
 inline constexpr char kVmFinalizer[] = "kubevirt.io/virtualMachineControllerFinalize";
 inline constexpr char kHarvesterVmFinalizer[] =
     "wrangler.cattle.io/VMController.CleanupPVCAndSnapshot";
@@ -86,10 +90,11 @@ enum class Stage {
   kScheduling,  // VMI Scheduling, before the boot delay
   kBooting,     // VMI Running, interfaces without IPs (before the IP delay)
   kRunning,     // VMI Running with IPs, Ready
-  kFailed,      // failure injected via kFailAnnotation
+  kFailed,      // failure injected via kFailAnnotation or kDeadAnnotation
 };
 bool WantsRunning(const kube::Object& vm);
 bool FailureInjected(const kube::Object& vm);
+bool GuestDied(const kube::Object& vm);
 Stage StageOf(const kube::Object& vm, std::chrono::milliseconds since_start,
               std::chrono::milliseconds boot_delay, std::chrono::milliseconds ip_delay);
 // How long until the stage can next change (zero when it cannot by time).

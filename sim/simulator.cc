@@ -29,6 +29,8 @@ Simulator::Simulator(std::shared_ptr<kube::Client> harvester,
       opt_(std::move(options)),
       log_(kube::log::Root().WithName("sim")),
       rng_(std::random_device{}()) {
+  recorder_ = std::make_unique<kube::EventRecorder>(
+      h_, kube::EventRecorderOptions{.component = "caphv-sim"});
   auto make = [&](const std::shared_ptr<kube::Client>& c, const kube::GroupVersionResource& gvr,
                   bool namespaced) {
     kube::InformerOptions o;
@@ -93,7 +95,9 @@ kube::Status Simulator::Run(std::stop_token stop) {
   vm.Watch(nodes_, [this](const Object& node) {
     std::vector<Request> out;
     for (const auto& v : vms_->store().List()) {
-      if (Name(*v) == Name(node)) out.push_back({Ns(*v), Name(*v)});
+      if (NodeNameFor(kube::KeyOf(*v), Name(*v)) == Name(node)) {
+        out.push_back({Ns(*v), Name(*v)});
+      }
     }
     return out;
   });
@@ -248,78 +252,6 @@ Status Simulator::EnsureClaims(const Object& vm) {
   return {};
 }
 
-Status Simulator::SyncNode(const Object& vm, Stage stage, const std::vector<Nic>& nics,
-                           milliseconds* requeue) {
-  auto node = nodes_->store().Get(Name(vm));
-  if (stage == Stage::kStopped) {
-    if (!node) return {};
-    CAPHV_RETURN_IF_ERROR(Fault("delete Node"));
-    return IgnoreNotFound(w_->Delete(kube::resources::kNodes, "", Name(vm)));
-  }
-  if (stage == Stage::kScheduling) return {};
-  if (!node) {
-    CAPHV_RETURN_IF_ERROR(Fault("register Node"));
-    auto created =
-        w_->Create(kube::resources::kNodes, "", BuildNode(vm), {.field_manager = "kubelet"});
-    if (!created.ok() && !created.status().IsAlreadyExists()) return created.status();
-    if (created.ok()) log_.Info("Registered Node", {{"node", Name(vm)}});
-    *requeue = milliseconds(100);
-    return {};
-  }
-  const bool running = stage == Stage::kRunning;
-  std::vector<Nic> reported = nics;
-  if (!running) {
-    for (auto& n : reported) n.ip.clear();
-  }
-  const Object status = BuildNodeStatus(vm, reported, running);
-  // Compare what can change (capacity quantities may come back canonicalised).
-  const Object check = {{"addresses", status["addresses"]}, {"conditions", status["conditions"]}};
-  if (!Covers(check, StatusOf(*node))) {
-    CAPHV_RETURN_IF_ERROR(Fault("update Node status"));
-    auto p = w_->Patch(kube::resources::kNodes, "", Name(vm), kube::PatchType::kMerge,
-                       {{"status", status}}, {.subresource = "status"});
-    if (!p.ok()) return p.status();
-  }
-  // The node-lifecycle controller lifts the not-ready taint the apiserver put
-  // on the new Node; the cloud provider sets providerID and lifts its taint.
-  const Object spec = node->value("spec", Object::object());
-  const Object old_taints = spec.value("taints", Object::array());
-  std::set<std::string> drop;
-  if (running) drop.insert("node.kubernetes.io/not-ready");
-  Object patch_spec = Object::object();
-  if (opt_.cloud_provider && running && spec.value("providerID", "").empty()) {
-    Clock::time_point since;
-    {
-      std::lock_guard lock(mu_);
-      since = running_.try_emplace(kube::UidOf(vm), Clock::now()).first->second;
-    }
-    const auto wait = since + opt_.provider_id_delay - Clock::now();
-    if (wait > Clock::duration::zero()) {
-      *requeue = std::chrono::duration_cast<milliseconds>(wait) + milliseconds(1);
-    } else {
-      drop.insert(kUninitializedTaint);
-      patch_spec["providerID"] = ProviderIdFor(vm);
-    }
-  }
-  Object taints = Object::array();
-  for (const auto& t : old_taints) {
-    if (!drop.contains(t.value("key", ""))) taints.push_back(t);
-  }
-  if (taints.size() != old_taints.size()) {
-    patch_spec["taints"] = taints.empty() ? Object(nullptr) : taints;
-  }
-  if (!patch_spec.empty()) {
-    CAPHV_RETURN_IF_ERROR(Fault("initialize Node"));
-    auto p = w_->Patch(kube::resources::kNodes, "", Name(vm), kube::PatchType::kMerge,
-                       {{"spec", patch_spec}});
-    if (!p.ok()) return p.status();
-    if (patch_spec.contains("providerID")) {
-      log_.Info("Initialized Node", {{"node", Name(vm)}, {"providerID", ProviderIdFor(vm)}});
-    }
-  }
-  return {};
-}
-
 Result Simulator::DeleteVm(const std::string& key, const Object* vm) {
   const auto req = Request::FromKey(key);
   if (auto vmi = vmis_->store().Get(req.ns, req.name)) {
@@ -345,19 +277,23 @@ Result Simulator::DeleteVm(const std::string& key, const Object* vm) {
       if (!s.ok()) return Result::Error(s);
     }
   }
-  if (nodes_->store().Get(req.name)) {
-    bool other = false;  // another VM of that name (other namespace) still owns the Node
+  const std::string node = NodeNameFor(key, req.name);
+  if (nodes_->store().Get(node)) {
+    bool other = false;  // another VM (other namespace) still owns the Node
     for (const auto& v : vms_->store().List()) {
-      if (Name(*v) == req.name && Ns(*v) != req.ns && !Deleting(*v)) other = true;
+      if (NodeNameFor(kube::KeyOf(*v), Name(*v)) == node && Ns(*v) != req.ns && !Deleting(*v)) {
+        other = true;
+      }
     }
     if (!other) {
-      Status s = IgnoreNotFound(w_->Delete(kube::resources::kNodes, "", req.name));
+      Status s = IgnoreNotFound(w_->Delete(kube::resources::kNodes, "", node));
       if (!s.ok()) return Result::Error(s);
-      log_.Info("Removed Node", {{"node", req.name}});
+      log_.Info("Removed Node", {{"node", node}});
     }
   }
   {
     std::lock_guard lock(mu_);
+    guests_.erase(key);
     leases_.erase(key);
     vm_ips_.erase(key);
     if (vm) {

@@ -7,6 +7,13 @@
 //            Bound PVCs from volumeClaimTemplates, finalizer-driven cleanup
 //            (VMI, removedPersistentVolumeClaims, Node), guest Node
 //            registration and providerID;
+//   - guest: the guest's kubelet and RKE2 (sim/guest.cc): reads the VM's
+//            user data once, at first boot; an RKE2 node joins only with
+//            the cluster's token and registration address (else a Warning
+//            Event on the VMI says why), registers its Node as RKE2 does
+//            and renews its Lease in kube-node-lease every 10 s; servers
+//            write their mirror pods and kube-system/rke2-serving. A guest
+//            without RKE2 config registers a plain Node, with Lease too;
 //   - lb:    LoadBalancer -> address from an IPPool (recorded in
 //            status.allocated as "<ns>/<name>") or a DHCP range, released on
 //            delete; a `vm` LB gets (or adopts) its Service of type
@@ -37,10 +44,12 @@
 
 #include "kube/client.h"
 #include "kube/controller.h"
+#include "kube/events.h"
 #include "kube/informer.h"
 #include "kube/log.h"
 #include "sim/env.h"
 #include "sim/kubevirt.h"
+#include "sim/rke2.h"
 
 namespace caphv::sim {
 
@@ -84,6 +93,32 @@ class Simulator {
   kube::Status SyncNode(const kube::Object& vm, Stage stage, const std::vector<Nic>& nics,
                         std::chrono::milliseconds* requeue);
   kube::StatusOr<std::string> NetworkData(const kube::Object& vm);
+
+  // What the simulator knows of a VM's guest (read once, at first boot, as
+  // cloud-init does).
+  struct Guest {
+    std::string uid;  // of the VM it was read for
+    std::optional<Rke2Config> rke2;
+    std::string error;                              // user data unreadable / RKE2 config invalid
+    std::string node;                               // its Node's name
+    bool server_objects = false;                    // mirror pods + rke2-serving written
+    std::chrono::steady_clock::time_point renewed;  // last Lease renewal
+    std::string refusal;                            // last join refusal reason
+  };
+  // The guest of `vm` (loading its user data the first time).
+  kube::StatusOr<Guest> LoadGuest(const kube::Object& vm);
+  // The Node name of a VM's guest (the VM name until its config says otherwise).
+  std::string NodeNameFor(const std::string& vm_key, const std::string& vm_name);
+  // The RKE2 cluster `vm` joins, as a joining node sees it.
+  Rke2Cluster ClusterFor(const kube::Object& vm, bool* is_first);
+  kube::Status RegisterNode(const kube::Object& vm, const Guest& guest,
+                            const std::vector<Nic>& nics, std::chrono::milliseconds* requeue);
+  kube::Status RenewLease(const std::string& vm_key, const kube::Object& node,
+                          std::chrono::milliseconds* requeue);
+  kube::Status EnsureServerObjects(const std::string& vm_key, const Guest& guest,
+                                   const kube::Object& node, const std::string& ip);
+  void GuestEvent(const kube::Object& vm, kube::EventType type, const std::string& reason,
+                  const std::string& message);
   kube::StatusOr<std::vector<Nic>> AssignAddresses(const std::string& key, const kube::Object& vm,
                                                    std::vector<Nic> nics);
   kube::Status ReleasePoolAddresses(const std::string& owner);
@@ -103,6 +138,7 @@ class Simulator {
   SimOptions opt_;
   kube::log::Logger log_;
 
+  std::unique_ptr<kube::EventRecorder> recorder_;
   std::shared_ptr<kube::Informer> vms_, vmis_, pvcs_, lbs_, pools_, images_, nads_, keypairs_,
       namespaces_, nodes_, services_;
 
@@ -112,6 +148,7 @@ class Simulator {
   std::map<std::string, std::chrono::steady_clock::time_point> running_;  // vm uid -> Running
   std::map<std::string, std::map<std::string, std::string>> leases_;      // vm key -> nic -> ip
   std::map<std::string, std::set<std::string>> vm_ips_;                   // vm key -> ips
+  std::map<std::string, Guest> guests_;                                   // vm key -> guest
   std::map<std::string, std::string> lb_leases_;   // "<ns>/<name>" of a cluster LB -> DHCP ip
   std::map<std::string, std::string> vip_leases_;  // "<ns>/<name>" of a Service -> DHCP ip
 };

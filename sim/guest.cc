@@ -1,0 +1,348 @@
+// File: sim/guest.cc
+//
+// The guest of a running VM, on the workload apiserver: its kubelet (Node
+// registration and status, Lease heartbeats) and, when its user data
+// installs RKE2, what RKE2 does (join decision, labels and taints, mirror
+// pods and kube-system/rke2-serving on servers). Decisions are the pure
+// functions of sim/rke2.h; this file reads the caches and writes.
+
+#include "kube/self_signed.h"
+#include "sim/object_util.h"
+#include "sim/simulator.h"
+
+namespace caphv::sim {
+
+using kube::Object;
+using kube::Status;
+using std::chrono::milliseconds;
+using Clock = std::chrono::steady_clock;
+
+using namespace internal;  // NOLINT(google-build-using-namespace)
+
+namespace {
+
+const kube::GroupVersionResource kPods{"", "v1", "pods", true};
+constexpr auto kHeartbeat = std::chrono::seconds(10);
+constexpr char kClusterIdLabel[] = "harvester.infrastructure.cluster.x-k8s.io/cluster-id";
+constexpr char kGuestClusterLabel[] = "guestcluster.harvesterhci.io/name";
+
+std::string Label(const Object& o, const char* key) {
+  return o["metadata"].value("labels", Object::object()).value(key, "");
+}
+
+// The guest cluster a VM belongs to (its namespace and CAPHV's cluster labels).
+std::string ClusterKey(const Object& vm) {
+  std::string id = Label(vm, kClusterIdLabel);
+  if (id.empty()) id = Label(vm, kGuestClusterLabel);
+  return Ns(vm) + "/" + id;
+}
+
+std::string FirstIp(const std::vector<Nic>& nics) {
+  for (const auto& n : nics) {
+    if (!n.ip.empty()) return n.ip;
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string Simulator::NodeNameFor(const std::string& vm_key, const std::string& vm_name) {
+  std::lock_guard lock(mu_);
+  auto it = guests_.find(vm_key);
+  return it != guests_.end() && !it->second.node.empty() ? it->second.node : vm_name;
+}
+
+void Simulator::GuestEvent(const Object& vm, kube::EventType type, const std::string& reason,
+                           const std::string& message) {
+  auto vmi = vmis_->store().Get(Ns(vm), Name(vm));
+  recorder_->Event(vmi ? *vmi : vm, type, reason, message);
+}
+
+kube::StatusOr<Simulator::Guest> Simulator::LoadGuest(const Object& vm) {
+  const std::string key = kube::KeyOf(vm);
+  {
+    std::lock_guard lock(mu_);
+    auto it = guests_.find(key);
+    if (it != guests_.end() && it->second.uid == kube::UidOf(vm)) return it->second;
+  }
+  std::string user_data = InlineUserData(vm);
+  if (user_data.empty()) {
+    const std::string secret = UserDataSecretName(vm);
+    if (!secret.empty()) {
+      auto s = h_->Get(kube::resources::kSecrets, Ns(vm), secret);
+      if (!s.ok()) return s.status();  // NotFound: the provider has not written it yet
+      user_data = UserDataFromSecret(*s).value_or("");
+    }
+  }
+  Guest g;
+  g.uid = kube::UidOf(vm);
+  g.node = Name(vm);
+  auto rke2 = Rke2FromUserData(user_data, Name(vm));
+  if (!rke2.ok()) {
+    g.error = rke2.status().message();
+    log_.Info("Guest cannot install RKE2", {{"vm", key}, {"error", g.error}});
+    GuestEvent(vm, kube::EventType::kWarning, "RKE2ConfigInvalid", g.error);
+  } else if (*rke2) {
+    g.rke2 = **rke2;
+    if (!g.rke2->node_name.empty()) g.node = g.rke2->node_name;
+    log_.Info(
+        "Guest installs RKE2",
+        {{"vm", key}, {"role", g.rke2->role}, {"version", KubeletVersionFor(g.rke2->version)}});
+  }
+  std::lock_guard lock(mu_);
+  guests_[key] = g;
+  return g;
+}
+
+Rke2Cluster Simulator::ClusterFor(const Object& vm, bool* is_first) {
+  const std::string cluster = ClusterKey(vm);
+  Rke2Cluster out;
+  ObjectPtr first;
+  std::string first_node;
+  Rke2Config first_cfg;
+  std::lock_guard lock(mu_);
+  for (const auto& v : vms_->store().List()) {
+    if (Deleting(*v) || ClusterKey(*v) != cluster) continue;
+    auto g = guests_.find(kube::KeyOf(*v));
+    if (g == guests_.end() || !g->second.rke2 || g->second.rke2->role != "server") continue;
+    const bool joined = nodes_->store().Get(g->second.node) != nullptr;
+    if (joined) {
+      if (auto ips = vm_ips_.find(kube::KeyOf(*v)); ips != vm_ips_.end()) {
+        out.hosts.insert(ips->second.begin(), ips->second.end());
+      }
+    }
+    if (!g->second.rke2->server.empty()) continue;
+    const auto older = [](const Object& a, const Object& b) {
+      const std::string ta = a["metadata"].value("creationTimestamp", "");
+      const std::string tb = b["metadata"].value("creationTimestamp", "");
+      return ta != tb ? ta < tb : Name(a) < Name(b);
+    };
+    if (!first || older(*v, *first)) {
+      first = v;
+      first_node = joined ? g->second.node : "";
+      first_cfg = *g->second.rke2;
+    }
+  }
+  *is_first = first && kube::UidOf(*first) == kube::UidOf(vm);
+  if (!first_node.empty()) {
+    out.first_server = first_node;
+    out.token = first_cfg.token;
+  }
+  for (const auto& lb : lbs_->store().List()) {
+    if (Ns(*lb) != Ns(vm)) continue;
+    const std::string id = Label(*lb, kClusterIdLabel), mine = Label(vm, kClusterIdLabel);
+    if (!id.empty() && !mine.empty() && id != mine) continue;
+    const std::string address = StatusOf(*lb).value("address", "");
+    if (!address.empty()) out.hosts.insert(address);
+  }
+  return out;
+}
+
+Status Simulator::RegisterNode(const Object& vm, const Guest& guest, const std::vector<Nic>& nics,
+                               milliseconds* requeue) {
+  Object node;
+  if (guest.rke2) {
+    bool is_first = false;
+    const Rke2Cluster cluster = ClusterFor(vm, &is_first);
+    const JoinDecision d = DecideJoin(*guest.rke2, cluster, is_first);
+    if (!d.join) {
+      bool changed = false;
+      {
+        std::lock_guard lock(mu_);
+        auto& g = guests_[kube::KeyOf(vm)];
+        changed = g.refusal != d.reason;
+        g.refusal = d.reason;
+      }
+      if (changed) log_.Info("RKE2 node not joined", {{"vm", kube::KeyOf(vm)}, {"why", d.message}});
+      GuestEvent(vm, kube::EventType::kWarning, "RKE2" + d.reason, d.message);
+      *requeue = std::chrono::seconds(5);  // RKE2 retries
+      return {};
+    }
+    node = BuildRke2Node(guest.node, *guest.rke2, FirstIp(nics));
+  } else {
+    node = BuildNode(vm);
+  }
+  CAPHV_RETURN_IF_ERROR(Fault("register Node"));
+  auto created = w_->Create(kube::resources::kNodes, "", node, {.field_manager = "kubelet"});
+  if (!created.ok() && !created.status().IsAlreadyExists()) return created.status();
+  if (created.ok()) {
+    log_.Info("Registered Node", {{"node", guest.node}});
+    if (guest.rke2) {
+      GuestEvent(vm, kube::EventType::kNormal, "RKE2Joined",
+                 "RKE2 " + guest.rke2->role + " " + KubeletVersionFor(guest.rke2->version) +
+                     " registered Node " + guest.node);
+    }
+  }
+  *requeue = milliseconds(100);
+  return {};
+}
+
+Status Simulator::RenewLease(const std::string& vm_key, const Object& node, milliseconds* requeue) {
+  const auto now = Clock::now();
+  {
+    std::lock_guard lock(mu_);
+    auto& g = guests_[vm_key];
+    const auto due = g.renewed + kHeartbeat;
+    if (g.renewed != Clock::time_point() && due > now) {
+      *requeue = std::chrono::duration_cast<milliseconds>(due - now) + milliseconds(1);
+      return {};
+    }
+  }
+  CAPHV_RETURN_IF_ERROR(Fault("renew Lease"));
+  const Object lease = BuildNodeLease(Name(node), kube::UidOf(node), MicroTimeNow());
+  auto p = w_->Patch(kube::resources::kLeases, kNodeLeaseNamespace, Name(node),
+                     kube::PatchType::kMerge, {{"spec", lease["spec"]}});
+  if (p.status().IsNotFound()) {
+    auto c = w_->Create(kube::resources::kLeases, kNodeLeaseNamespace, lease,
+                        {.field_manager = "kubelet"});
+    if (!c.ok() && !c.status().IsAlreadyExists()) return c.status();
+  } else if (!p.ok()) {
+    return p.status();
+  }
+  std::lock_guard lock(mu_);
+  guests_[vm_key].renewed = now;
+  *requeue = kHeartbeat;
+  return {};
+}
+
+Status Simulator::EnsureServerObjects(const std::string& vm_key, const Guest& guest,
+                                      const Object& node, const std::string& ip) {
+  const Rke2Config& c = *guest.rke2;
+  for (const auto& component : StaticPodComponents(c)) {
+    Object pod = BuildMirrorPod(component, guest.node, kube::UidOf(node), ip, c);
+    const Object status = pod["status"];
+    pod.erase("status");
+    CAPHV_RETURN_IF_ERROR(Fault("create mirror pod"));
+    auto created = w_->Create(kPods, "kube-system", pod, {.field_manager = "kubelet"});
+    if (!created.ok() && !created.status().IsAlreadyExists()) return created.status();
+    auto p = w_->Patch(kPods, "kube-system", Name(pod), kube::PatchType::kMerge,
+                       {{"status", status}}, {.subresource = "status"});
+    if (!p.ok()) return p.status();
+  }
+  if (c.control_plane) {
+    auto existing = w_->Get(kube::resources::kSecrets, "kube-system", kRke2ServingSecret);
+    if (existing.status().IsNotFound()) {
+      const auto names = ServingNames(guest.node, ip, c);
+      auto pem = kube::GenerateSelfSignedCertificate(names);
+      if (!pem.ok()) return pem.status();
+      CAPHV_RETURN_IF_ERROR(Fault("create rke2-serving"));
+      auto created = w_->Create(kube::resources::kSecrets, "kube-system",
+                                BuildServingSecret(names, pem->cert_pem, pem->key_pem),
+                                {.field_manager = "rke2"});
+      if (!created.ok() && !created.status().IsAlreadyExists()) return created.status();
+      if (created.ok()) log_.Info("Wrote kube-system/rke2-serving", {{"node", guest.node}});
+    } else if (!existing.ok()) {
+      return existing.status();
+    }
+  }
+  std::lock_guard lock(mu_);
+  guests_[vm_key].server_objects = true;
+  return {};
+}
+
+Status Simulator::SyncNode(const Object& vm, Stage stage, const std::vector<Nic>& nics,
+                           milliseconds* requeue) {
+  const std::string key = kube::KeyOf(vm);
+  const std::string node_name = NodeNameFor(key, Name(vm));
+  auto node = nodes_->store().Get(node_name);
+  if (stage == Stage::kStopped) {
+    {
+      std::lock_guard lock(mu_);
+      if (auto g = guests_.find(key); g != guests_.end()) {
+        g->second.server_objects = false;
+        g->second.renewed = {};
+      }
+    }
+    if (!node) return {};
+    CAPHV_RETURN_IF_ERROR(Fault("delete Node"));
+    return IgnoreNotFound(w_->Delete(kube::resources::kNodes, "", node_name));
+  }
+  if (stage == Stage::kScheduling) return {};
+  if (GuestDied(vm)) return {};  // a dead guest's kubelet writes nothing
+  auto guest = LoadGuest(vm);
+  if (!guest.ok()) {
+    if (!guest.status().IsNotFound()) return guest.status();
+    *requeue = milliseconds(500);
+    return {};
+  }
+  if (!guest->error.empty()) {
+    *requeue = std::chrono::seconds(30);  // the guest sits there without a kubelet
+    return {};
+  }
+  const bool running = stage == Stage::kRunning;
+  if (!node) {
+    // RKE2 starts once the guest has its address.
+    if (guest->rke2 && !running) return {};
+    return RegisterNode(vm, *guest, nics, requeue);
+  }
+  std::vector<Nic> reported = nics;
+  if (!running) {
+    for (auto& n : reported) n.ip.clear();
+  }
+  Object status = BuildNodeStatus(vm, reported, running);
+  if (guest->rke2) {
+    status["nodeInfo"]["kubeletVersion"] = KubeletVersionFor(guest->rke2->version);
+    status["nodeInfo"]["kubeProxyVersion"] = KubeletVersionFor(guest->rke2->version);
+    status["nodeInfo"]["containerRuntimeVersion"] = "containerd://2.0.5-k3s1";
+  }
+  // Compare what can change (capacity quantities may come back canonicalised).
+  const Object check = {{"addresses", status["addresses"]},
+                        {"conditions", status["conditions"]},
+                        {"nodeInfo", {{"kubeletVersion", status["nodeInfo"]["kubeletVersion"]}}}};
+  if (!Covers(check, StatusOf(*node))) {
+    CAPHV_RETURN_IF_ERROR(Fault("update Node status"));
+    auto p = w_->Patch(kube::resources::kNodes, "", node_name, kube::PatchType::kMerge,
+                       {{"status", status}}, {.subresource = "status"});
+    if (!p.ok()) return p.status();
+  }
+  // The node-lifecycle controller lifts the not-ready taint the apiserver put
+  // on the new Node; the Harvester cloud provider sets providerID and lifts
+  // its taint (for an RKE2 node only when RKE2 leaves that to it).
+  const Object spec = node->value("spec", Object::object());
+  const Object old_taints = spec.value("taints", Object::array());
+  std::set<std::string> drop;
+  if (running) drop.insert("node.kubernetes.io/not-ready");
+  Object patch_spec = Object::object();
+  const bool harvester_ccm = !guest->rke2 || (ExternalCloudProvider(*guest->rke2) &&
+                                              (guest->rke2->cloud_provider_name == "harvester" ||
+                                               guest->rke2->cloud_provider_name == "external"));
+  if (opt_.cloud_provider && harvester_ccm && running && spec.value("providerID", "").empty()) {
+    Clock::time_point since;
+    {
+      std::lock_guard lock(mu_);
+      since = running_.try_emplace(kube::UidOf(vm), Clock::now()).first->second;
+    }
+    const auto wait = since + opt_.provider_id_delay - Clock::now();
+    if (wait > Clock::duration::zero()) {
+      *requeue = std::chrono::duration_cast<milliseconds>(wait) + milliseconds(1);
+    } else {
+      drop.insert(kUninitializedTaint);
+      patch_spec["providerID"] = ProviderIdFor(vm);
+    }
+  }
+  Object taints = Object::array();
+  for (const auto& t : old_taints) {
+    if (!drop.contains(t.value("key", ""))) taints.push_back(t);
+  }
+  if (taints.size() != old_taints.size()) {
+    patch_spec["taints"] = taints.empty() ? Object(nullptr) : taints;
+  }
+  if (!patch_spec.empty()) {
+    CAPHV_RETURN_IF_ERROR(Fault("initialize Node"));
+    auto p = w_->Patch(kube::resources::kNodes, "", node_name, kube::PatchType::kMerge,
+                       {{"spec", patch_spec}});
+    if (!p.ok()) return p.status();
+    if (patch_spec.contains("providerID")) {
+      log_.Info("Initialized Node", {{"node", node_name}, {"providerID", ProviderIdFor(vm)}});
+    }
+  }
+  if (guest->rke2 && guest->rke2->role == "server" && running && !guest->server_objects) {
+    CAPHV_RETURN_IF_ERROR(EnsureServerObjects(key, *guest, *node, FirstIp(nics)));
+  }
+  milliseconds lease_requeue{0};
+  CAPHV_RETURN_IF_ERROR(RenewLease(key, *node, &lease_requeue));
+  if (requeue->count() == 0 || lease_requeue < *requeue) *requeue = lease_requeue;
+  return {};
+}
+
+}  // namespace caphv::sim
