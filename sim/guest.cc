@@ -226,13 +226,24 @@ Status Simulator::EnsureServerObjects(const std::string& vm_key, const Guest& gu
       auto pem = kube::GenerateSelfSignedCertificate(names);
       if (!pem.ok()) return pem.status();
       CAPHV_RETURN_IF_ERROR(Fault("create rke2-serving"));
-      auto created = w_->Create(kube::resources::kSecrets, "kube-system",
-                                BuildServingSecret(names, pem->cert_pem, pem->key_pem),
-                                {.field_manager = "rke2"});
+      auto created = w_->Create(
+          kube::resources::kSecrets, "kube-system",
+          BuildServingSecret(names, pem->cert_pem, pem->key_pem, guest.node, kube::UidOf(node)),
+          {.field_manager = "rke2"});
       if (!created.ok() && !created.status().IsAlreadyExists()) return created.status();
       if (created.ok()) log_.Info("Wrote kube-system/rke2-serving", {{"node", guest.node}});
     } else if (!existing.ok()) {
       return existing.status();
+    } else if (auto owners = ServingSecretOwnersWith(*existing, guest.node, kube::UidOf(node))) {
+      // A further server: the Secret lives while any server of the cluster does.
+      CAPHV_RETURN_IF_ERROR(Fault("own rke2-serving"));
+      auto p = w_->Patch(
+          kube::resources::kSecrets, "kube-system", kRke2ServingSecret, kube::PatchType::kMerge,
+          {{"metadata",
+            {{"ownerReferences", *owners},
+             {"resourceVersion", (*existing)["metadata"].value("resourceVersion", "")}}}},
+          {.field_manager = "rke2"});
+      if (!p.ok()) return p.status();
     }
   }
   std::lock_guard lock(mu_);
