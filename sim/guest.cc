@@ -310,10 +310,9 @@ Status Simulator::SyncNode(const Object& vm, Stage stage, const std::vector<Nic>
   // on the new Node; the Harvester cloud provider sets providerID and lifts
   // its taint (for an RKE2 node only when RKE2 leaves that to it).
   const Object spec = node->value("spec", Object::object());
-  const Object old_taints = spec.value("taints", Object::array());
   std::set<std::string> drop;
   if (running) drop.insert("node.kubernetes.io/not-ready");
-  Object patch_spec = Object::object();
+  std::string provider_id;
   const bool harvester_ccm = !guest->rke2 || (ExternalCloudProvider(*guest->rke2) &&
                                               (guest->rke2->cloud_provider_name == "harvester" ||
                                                guest->rke2->cloud_provider_name == "external"));
@@ -328,23 +327,21 @@ Status Simulator::SyncNode(const Object& vm, Stage stage, const std::vector<Nic>
       *requeue = std::chrono::duration_cast<milliseconds>(wait) + milliseconds(1);
     } else {
       drop.insert(kUninitializedTaint);
-      patch_spec["providerID"] = ProviderIdFor(vm);
+      provider_id = ProviderIdFor(vm);
     }
   }
-  Object taints = Object::array();
-  for (const auto& t : old_taints) {
-    if (!drop.contains(t.value("key", ""))) taints.push_back(t);
-  }
-  if (taints.size() != old_taints.size()) {
-    patch_spec["taints"] = taints.empty() ? Object(nullptr) : taints;
-  }
-  if (!patch_spec.empty()) {
+  const Object patch = NodeSpecPatch(*node, drop, provider_id);
+  if (!patch.empty()) {
     CAPHV_RETURN_IF_ERROR(Fault("initialize Node"));
-    auto p = w_->Patch(kube::resources::kNodes, "", node_name, kube::PatchType::kMerge,
-                       {{"spec", patch_spec}});
+    auto p = w_->Patch(kube::resources::kNodes, "", node_name, kube::PatchType::kMerge, patch);
+    if (p.status().IsConflict()) {
+      // Changed since the cache saw it: look again at the new Node.
+      *requeue = milliseconds(100);
+      return {};
+    }
     if (!p.ok()) return p.status();
-    if (patch_spec.contains("providerID")) {
-      log_.Info("Initialized Node", {{"node", node_name}, {"providerID", ProviderIdFor(vm)}});
+    if (!provider_id.empty()) {
+      log_.Info("Initialized Node", {{"node", node_name}, {"providerID", provider_id}});
     }
   }
   if (guest->rke2 && guest->rke2->role == "server" && running && !guest->server_objects) {
