@@ -279,6 +279,18 @@ TEST_F(TopologyTest, ClusterOfClassHarvesterRke2ProvisionsScalesAndIsDeleted) {
   EXPECT_EQ(Str(*hc, "/spec/controlPlaneEndpoint/host"), address);
   EXPECT_EQ(Str(c, "/spec/controlPlaneEndpoint/host"), address);
   EXPECT_EQ(c["spec"]["controlPlaneEndpoint"].value("port", 0), 6443);
+  // ... and stays so: nobody writes another endpoint into the
+  // HarvesterCluster's spec (its generation does not move).
+  const int64_t generation = (*hc)["metadata"].value("generation", int64_t{0});
+  for (int i = 0; i < 20; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    auto now = mgmt_->Get(kHarvesterClusters, ns(), hc_name);
+    ASSERT_TRUE(now.ok());
+    ASSERT_EQ(Str(*now, "/spec/controlPlaneEndpoint/host"), address)
+        << "after " << i * 250 << " ms";
+    ASSERT_EQ((*now)["metadata"].value("generation", int64_t{0}), generation)
+        << "the HarvesterCluster's spec was written again: " << (*now)["spec"].dump();
+  }
   auto rcp = mgmt_->Get(kControlPlanes, ns(), Str(c, "/spec/controlPlaneRef/name"));
   ASSERT_TRUE(rcp.ok()) << rcp.status().ToString();
   EXPECT_TRUE((*rcp)["status"].value("initialized", false)) << (*rcp)["status"].dump();
