@@ -6,7 +6,7 @@
 #                                    CAPHV_LOG_LEVEL, CAPHV_CONCURRENCY, CAPHV_WATCH_FILTER
 #   metadata.yaml                    clusterctl's release series -> contract
 #   cluster-template*.yaml           the clusterctl flavors (templates/)
-#   clusterclass-harvester-rke2.yaml the ClusterClass (templates/clusterclass/)
+#   clusterclass-harvester-rke2.yaml the ClusterClass (templates/)
 #   capiprovider-harvester.yaml      a Rancher Turtles CAPIProvider for this release
 #   caphv-<semver>.tgz               the Helm chart (chart/caphv), version = the release's
 #   caphv-dashboard.json             the Grafana dashboard (config/grafana/)
@@ -76,7 +76,7 @@ awk '
 # --- clusterctl metadata, flavors, ClusterClass.
 cp "$root/metadata.yaml" "$out/"
 cp "$root"/templates/cluster-template*.yaml "$out/"
-cp "$root/templates/clusterclass/clusterclass-harvester-rke2.yaml" "$out/"
+cp "$root/templates/clusterclass-harvester-rke2.yaml" "$out/"
 
 # --- The Turtles CAPIProvider.
 cat >"$out/capiprovider-harvester.yaml" <<YAML

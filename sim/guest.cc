@@ -226,13 +226,24 @@ Status Simulator::EnsureServerObjects(const std::string& vm_key, const Guest& gu
       auto pem = kube::GenerateSelfSignedCertificate(names);
       if (!pem.ok()) return pem.status();
       CAPHV_RETURN_IF_ERROR(Fault("create rke2-serving"));
-      auto created = w_->Create(kube::resources::kSecrets, "kube-system",
-                                BuildServingSecret(names, pem->cert_pem, pem->key_pem),
-                                {.field_manager = "rke2"});
+      auto created = w_->Create(
+          kube::resources::kSecrets, "kube-system",
+          BuildServingSecret(names, pem->cert_pem, pem->key_pem, guest.node, kube::UidOf(node)),
+          {.field_manager = "rke2"});
       if (!created.ok() && !created.status().IsAlreadyExists()) return created.status();
       if (created.ok()) log_.Info("Wrote kube-system/rke2-serving", {{"node", guest.node}});
     } else if (!existing.ok()) {
       return existing.status();
+    } else if (auto owners = ServingSecretOwnersWith(*existing, guest.node, kube::UidOf(node))) {
+      // A further server: the Secret lives while any server of the cluster does.
+      CAPHV_RETURN_IF_ERROR(Fault("own rke2-serving"));
+      auto p = w_->Patch(
+          kube::resources::kSecrets, "kube-system", kRke2ServingSecret, kube::PatchType::kMerge,
+          {{"metadata",
+            {{"ownerReferences", *owners},
+             {"resourceVersion", (*existing)["metadata"].value("resourceVersion", "")}}}},
+          {.field_manager = "rke2"});
+      if (!p.ok()) return p.status();
     }
   }
   std::lock_guard lock(mu_);
@@ -299,10 +310,9 @@ Status Simulator::SyncNode(const Object& vm, Stage stage, const std::vector<Nic>
   // on the new Node; the Harvester cloud provider sets providerID and lifts
   // its taint (for an RKE2 node only when RKE2 leaves that to it).
   const Object spec = node->value("spec", Object::object());
-  const Object old_taints = spec.value("taints", Object::array());
   std::set<std::string> drop;
   if (running) drop.insert("node.kubernetes.io/not-ready");
-  Object patch_spec = Object::object();
+  std::string provider_id;
   const bool harvester_ccm = !guest->rke2 || (ExternalCloudProvider(*guest->rke2) &&
                                               (guest->rke2->cloud_provider_name == "harvester" ||
                                                guest->rke2->cloud_provider_name == "external"));
@@ -317,23 +327,21 @@ Status Simulator::SyncNode(const Object& vm, Stage stage, const std::vector<Nic>
       *requeue = std::chrono::duration_cast<milliseconds>(wait) + milliseconds(1);
     } else {
       drop.insert(kUninitializedTaint);
-      patch_spec["providerID"] = ProviderIdFor(vm);
+      provider_id = ProviderIdFor(vm);
     }
   }
-  Object taints = Object::array();
-  for (const auto& t : old_taints) {
-    if (!drop.contains(t.value("key", ""))) taints.push_back(t);
-  }
-  if (taints.size() != old_taints.size()) {
-    patch_spec["taints"] = taints.empty() ? Object(nullptr) : taints;
-  }
-  if (!patch_spec.empty()) {
+  const Object patch = NodeSpecPatch(*node, drop, provider_id);
+  if (!patch.empty()) {
     CAPHV_RETURN_IF_ERROR(Fault("initialize Node"));
-    auto p = w_->Patch(kube::resources::kNodes, "", node_name, kube::PatchType::kMerge,
-                       {{"spec", patch_spec}});
+    auto p = w_->Patch(kube::resources::kNodes, "", node_name, kube::PatchType::kMerge, patch);
+    if (p.status().IsConflict()) {
+      // Changed since the cache saw it: look again at the new Node.
+      *requeue = milliseconds(100);
+      return {};
+    }
     if (!p.ok()) return p.status();
-    if (patch_spec.contains("providerID")) {
-      log_.Info("Initialized Node", {{"node", node_name}, {"providerID", ProviderIdFor(vm)}});
+    if (!provider_id.empty()) {
+      log_.Info("Initialized Node", {{"node", node_name}, {"providerID", provider_id}});
     }
   }
   if (guest->rke2 && guest->rke2->role == "server" && running && !guest->server_objects) {

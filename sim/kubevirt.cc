@@ -467,4 +467,22 @@ std::string ProviderIdFor(const Object& vm) {
   return "harvester://" + Str(vm, {"metadata", "uid"});
 }
 
+Object NodeSpecPatch(const Object& node, const std::set<std::string>& drop_taints,
+                     const std::string& provider_id) {
+  const Object spec = node.value("spec", Object::object());
+  const Object old_taints = spec.value("taints", Object::array());
+  Object patch_spec = Object::object();
+  if (!provider_id.empty()) patch_spec["providerID"] = provider_id;
+  Object taints = Object::array();
+  for (const auto& t : old_taints) {
+    if (!drop_taints.contains(t.value("key", ""))) taints.push_back(t);
+  }
+  if (taints.size() != old_taints.size()) {
+    patch_spec["taints"] = taints.empty() ? Object(nullptr) : taints;
+  }
+  if (patch_spec.empty()) return Object::object();
+  return {{"metadata", {{"resourceVersion", Str(node, {"metadata", "resourceVersion"})}}},
+          {"spec", patch_spec}};
+}
+
 }  // namespace caphv::sim

@@ -15,6 +15,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -114,5 +115,13 @@ kube::Object BuildNode(const kube::Object& vm);
 kube::Object BuildNodeStatus(const kube::Object& vm, const std::vector<Nic>& nics, bool ready);
 // The providerID the Harvester cloud provider sets.
 std::string ProviderIdFor(const kube::Object& vm);
+// The merge patch that drops `drop_taints` from `node` and, when
+// `provider_id` is not empty, sets it; an empty object when nothing changes.
+// It carries the resourceVersion of the `node` it was computed from, as the
+// node-lifecycle controller and the cloud provider write taints: against a
+// Node changed since (another writer lifted or added a taint) the apiserver
+// answers 409 Conflict instead of the stale taint list overwriting it.
+kube::Object NodeSpecPatch(const kube::Object& node, const std::set<std::string>& drop_taints,
+                           const std::string& provider_id);
 
 }  // namespace caphv::sim

@@ -326,8 +326,28 @@ std::vector<std::string> ServingNames(const std::string& node_name, const std::s
   return out;
 }
 
+namespace {
+
+Object NodeOwner(const std::string& node_name, const std::string& node_uid) {
+  return {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", node_name}, {"uid", node_uid}};
+}
+
+}  // namespace
+
+std::optional<Object> ServingSecretOwnersWith(const Object& secret, const std::string& node_name,
+                                              const std::string& node_uid) {
+  if (node_uid.empty()) return std::nullopt;
+  Object owners = secret["metadata"].value("ownerReferences", Object::array());
+  for (const auto& o : owners) {
+    if (o.value("uid", "") == node_uid) return std::nullopt;
+  }
+  owners.push_back(NodeOwner(node_name, node_uid));
+  return owners;
+}
+
 Object BuildServingSecret(const std::vector<std::string>& names, const std::string& cert_pem,
-                          const std::string& key_pem) {
+                          const std::string& key_pem, const std::string& node_name,
+                          const std::string& node_uid) {
   Object annotations = Object::object();
   for (const auto& n : names) {
     std::string key = "cn-" + n;
@@ -338,14 +358,15 @@ Object BuildServingSecret(const std::vector<std::string>& names, const std::stri
     }
     annotations["listener.cattle.io/" + key.substr(0, 63)] = n;
   }
-  return {
-      {"apiVersion", "v1"},
-      {"kind", "Secret"},
-      {"type", "kubernetes.io/tls"},
-      {"metadata",
-       {{"name", kRke2ServingSecret}, {"namespace", "kube-system"}, {"annotations", annotations}}},
-      {"data",
-       {{"tls.crt", kube::Base64Encode(cert_pem)}, {"tls.key", kube::Base64Encode(key_pem)}}}};
+  Object meta = {
+      {"name", kRke2ServingSecret}, {"namespace", "kube-system"}, {"annotations", annotations}};
+  if (!node_uid.empty()) meta["ownerReferences"] = Object::array({NodeOwner(node_name, node_uid)});
+  return {{"apiVersion", "v1"},
+          {"kind", "Secret"},
+          {"type", "kubernetes.io/tls"},
+          {"metadata", meta},
+          {"data",
+           {{"tls.crt", kube::Base64Encode(cert_pem)}, {"tls.key", kube::Base64Encode(key_pem)}}}};
 }
 
 std::string MicroTimeNow() {

@@ -136,9 +136,20 @@ kube::Object MirrorPodStatus(const std::string& ip, const std::string& now);
 // the kubernetes Service names, localhost).
 std::vector<std::string> ServingNames(const std::string& node_name, const std::string& ip,
                                       const Rke2Config& c);
-// kube-system/rke2-serving, as RKE2's dynamic listener stores it.
+// kube-system/rke2-serving, as RKE2's dynamic listener stores it. Owned by
+// the Node of the server that writes it (`node_name`, `node_uid`; none when
+// the uid is empty): every guest cluster shares the workload apiserver, so
+// what RKE2 keeps in a cluster's datastore must go when the cluster does.
 kube::Object BuildServingSecret(const std::vector<std::string>& names, const std::string& cert_pem,
-                                const std::string& key_pem);
+                                const std::string& key_pem, const std::string& node_name,
+                                const std::string& node_uid);
+// The ownerReferences of an existing rke2-serving with the server Node
+// `node_name`/`node_uid` added, or nullopt when that Node owns it already.
+// With every server of the cluster an owner, the garbage collector deletes
+// the Secret once the last server Node is gone: the cluster is gone.
+std::optional<kube::Object> ServingSecretOwnersWith(const kube::Object& secret,
+                                                    const std::string& node_name,
+                                                    const std::string& node_uid);
 
 // Now as a MicroTime ("2006-01-02T15:04:05.000000Z").
 std::string MicroTimeNow();

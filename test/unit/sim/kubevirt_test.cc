@@ -246,5 +246,24 @@ TEST(BuildNode, TaintedUntilTheCloudProviderRuns) {
   EXPECT_EQ(BuildNodeStatus(vm, {}, false)["conditions"][0]["status"], "False");
 }
 
+TEST(NodeSpecPatch, DropsTaintsSetsProviderIdAndGuardsWithTheResourceVersion) {
+  Object node = BuildNode(Vm());
+  node["metadata"]["resourceVersion"] = "42";
+  node["spec"]["taints"].push_back(
+      {{"key", "node.kubernetes.io/not-ready"}, {"effect", "NoSchedule"}});
+  Object p = NodeSpecPatch(node, {"node.kubernetes.io/not-ready"}, "");
+  EXPECT_EQ(p["metadata"]["resourceVersion"], "42");
+  ASSERT_EQ(p["spec"]["taints"].size(), 1u);
+  EXPECT_EQ(p["spec"]["taints"][0]["key"], kUninitializedTaint);
+  EXPECT_FALSE(p["spec"].contains("providerID"));
+
+  p = NodeSpecPatch(node, {"node.kubernetes.io/not-ready", kUninitializedTaint}, "harvester://u");
+  EXPECT_TRUE(p["spec"]["taints"].is_null());
+  EXPECT_EQ(p["spec"]["providerID"], "harvester://u");
+  EXPECT_EQ(p["metadata"]["resourceVersion"], "42");
+
+  EXPECT_TRUE(NodeSpecPatch(node, {"absent"}, "").empty());
+}
+
 }  // namespace
 }  // namespace caphv::sim

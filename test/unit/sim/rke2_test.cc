@@ -295,8 +295,21 @@ TEST(Rke2Node, LeaseMirrorPodsServingSecret) {
 
   auto names = ServingNames("cp-0", "10.0.0.5", **c);
   EXPECT_NE(std::find(names.begin(), names.end(), "172.19.0.100"), names.end());
-  Object secret = BuildServingSecret(names, "CERT", "KEY");
+  Object secret = BuildServingSecret(names, "CERT", "KEY", "cp-0", "uid-1");
   EXPECT_EQ(Str(secret, "/metadata/name"), "rke2-serving");
+  // Owned by the server that wrote it; further servers become owners too.
+  ASSERT_EQ(secret["metadata"]["ownerReferences"].size(), 1u);
+  EXPECT_EQ(Str(secret, "/metadata/ownerReferences/0/kind"), "Node");
+  EXPECT_EQ(Str(secret, "/metadata/ownerReferences/0/name"), "cp-0");
+  EXPECT_EQ(Str(secret, "/metadata/ownerReferences/0/uid"), "uid-1");
+  EXPECT_FALSE(ServingSecretOwnersWith(secret, "cp-0", "uid-1").has_value());
+  auto owners = ServingSecretOwnersWith(secret, "cp-1", "uid-2");
+  ASSERT_TRUE(owners.has_value());
+  ASSERT_EQ(owners->size(), 2u);
+  EXPECT_EQ((*owners)[0].value("uid", ""), "uid-1");
+  EXPECT_EQ((*owners)[1].value("uid", ""), "uid-2");
+  EXPECT_FALSE(
+      BuildServingSecret(names, "CERT", "KEY", "cp-0", "")["metadata"].contains("ownerReferences"));
   EXPECT_EQ(Str(secret, "/type"), "kubernetes.io/tls");
   EXPECT_EQ(Str(secret, "/metadata/annotations/listener.cattle.io~1cn-172.19.0.100"),
             "172.19.0.100");
