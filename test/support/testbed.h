@@ -64,7 +64,7 @@ bool Eventually(const std::function<bool()>& condition,
                 std::chrono::milliseconds timeout = std::chrono::seconds(30),
                 std::chrono::milliseconds poll = std::chrono::milliseconds(100));
 
-// A TCP port on 127.0.0.1 that was free a moment ago.
+// A TCP port on 127.0.0.1 that was free a moment ago, never one this process got before.
 int FreePort();
 
 // Runs a shell command; returns its exit code and, if given, its stdout+stderr.
