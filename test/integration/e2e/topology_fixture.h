@@ -1,0 +1,213 @@
+// File: test/integration/e2e/topology_fixture.h
+//
+// Fixture of the topology scenarios (topology_*_test.cc): the ClusterClass
+// `harvester-rke2` applied as the guides say, a Cluster with `spec.topology`,
+// waits for Machines whose Nodes CAPHV initialised, and what a deleted
+// cluster may not leave on Harvester. Skips when the bed runs without the
+// RKE2 providers.
+//
+// Header-only. Thread safety: test thread only.
+
+#pragma once
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "api/yaml.h"
+#include "e2e_fixture.h"
+
+namespace caphv::e2e::topology {
+
+inline const GroupVersionResource kClusterClasses{"cluster.x-k8s.io", "v1beta1", "clusterclasses",
+                                                  true};
+inline const GroupVersionResource kControlPlanes{"controlplane.cluster.x-k8s.io", "v1beta1",
+                                                 "rke2controlplanes", true};
+inline const GroupVersionResource kSecrets = kube::resources::kSecrets;
+inline const GroupVersionResource kPvcs = kube::resources::kPersistentVolumeClaims;
+inline const GroupVersionResource kServices = kube::resources::kServices;
+inline const GroupVersionResource kNodes = kube::resources::kNodes;
+inline const GroupVersionResource kServiceAccounts = kube::resources::kServiceAccounts;
+
+inline constexpr char kVersion[] = "v1.31.4+rke2r1";
+inline constexpr char kUninitializedTaint[] = "node.cloudprovider.kubernetes.io/uninitialized";
+inline constexpr char kAddonKey[] = "cloud-config.yaml";
+
+class TopologyFixture : public E2ETest {
+ protected:
+  void SetUp() override {
+    if (Testbed::Get().EnvValue("WITH_RKE2") != "1") {
+      GTEST_SKIP() << "the test bed runs without the RKE2 providers (hack/testbed up --with-rke2; "
+                      "hack/build-testbins.sh rke2 builds them from the third-party tarball)";
+    }
+    E2ETest::SetUp();
+  }
+  void TearDown() override {
+    if (ns_) E2ETest::TearDown();
+  }
+
+  // kubectl apply -n <ns> -f <file of the repository>, as the guides say.
+  void ApplyClusterClass() {
+    const std::string kubectl =
+        "kubectl --kubeconfig '" + Testbed::Get().KubeconfigPath(caphv::testing::kMgmt) + "' ";
+    std::string out;
+    ASSERT_EQ(
+        caphv::testing::RunCommand(
+            kubectl + "apply -n " + ns() + " -f " +
+                caphv::testing::SourcePath("templates/clusterclass-harvester-rke2.yaml") + " 2>&1",
+            &out),
+        0)
+        << out;
+    Object cc;
+    ASSERT_TRUE(Eventually(
+        [&] {
+          auto got = mgmt_->Get(kClusterClasses, ns(), "harvester-rke2");
+          if (!got.ok()) return false;
+          cc = *got;
+          return cc["status"].value("observedGeneration", 0) ==
+                     cc["metadata"].value("generation", -1) &&
+                 ConditionTrue(cc, "VariablesReconciled");
+        },
+        kWait, kPoll))
+        << cc.dump(2);
+  }
+
+  // The addon ConfigMap the class points CAPHV at (the guides' generator
+  // makes it): the cloud provider's manifests, without credentials yet.
+  void CreateAddonConfigMap() {
+    Object cm = {{"apiVersion", "v1"},
+                 {"kind", "ConfigMap"},
+                 {"metadata", {{"name", "cloud-config-addon-" + cluster_}, {"namespace", ns()}}},
+                 {"data",
+                  {{kAddonKey,
+                    "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: "
+                    "harvester-cloud-provider\n  namespace: kube-system\n"}}}};
+    auto r = mgmt_->Create(kube::resources::kConfigMaps, ns(), cm);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+  }
+
+  // The Cluster of the guides: ~30 lines of topology.
+  Object TopologyCluster(const Pool& pool) const {
+    return {
+        {"apiVersion", "cluster.x-k8s.io/v1beta1"},
+        {"kind", "Cluster"},
+        {"metadata", {{"name", cluster_}, {"namespace", ns()}}},
+        {"spec",
+         {{"clusterNetwork",
+           {{"pods", {{"cidrBlocks", Object::array({"10.52.0.0/16"})}}},
+            {"services", {{"cidrBlocks", Object::array({"10.53.0.0/16"})}}}}},
+          {"topology",
+           {{"class", "harvester-rke2"},
+            {"version", kVersion},
+            {"controlPlane", {{"replicas", 1}}},
+            {"workers",
+             {{"machineDeployments",
+               Object::array({{{"class", "default-worker"}, {"name", "md-0"}, {"replicas", 2}}})}}},
+            {"variables",
+             Object::array({
+                 {{"name", "identitySecretName"}, {"value", "hv-identity"}},
+                 {{"name", "targetNamespace"}, {"value", target_ns_}},
+                 {{"name", "vmNetworks"}, {"value", Object::array({"default/vlan100"})}},
+                 {{"name", "volumes"},
+                  {"value", Object::array({{{"volumeType", "image"},
+                                            {"imageName", "default/image-ubuntu"},
+                                            {"volumeSize", "40Gi"},
+                                            {"bootOrder", 1}}})}},
+                 {{"name", "sshKeyPair"}, {"value", "default/demo-key"}},
+                 {{"name", "sshUser"}, {"value", "ubuntu"}},
+                 {{"name", "gateway"}, {"value", pool.prefix + "1"}},
+                 {{"name", "subnetMask"}, {"value", "255.255.255.0"}},
+                 {{"name", "ipPoolRef"}, {"value", pool.name}},
+                 {{"name", "dnsServers"}, {"value", Object::array({"10.0.10.2"})}},
+             })}}}}}};
+  }
+
+  void ScaleWorkers(int replicas) {
+    const Object patch =
+        Object::array({{{"op", "replace"},
+                        {"path", "/spec/topology/workers/machineDeployments/0/replicas"},
+                        {"value", replicas}}});
+    auto r = mgmt_->Patch(kClusters, ns(), cluster_, kube::PatchType::kJson, patch);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+  }
+
+  std::string InfraClusterName() const {
+    auto c = mgmt_->Get(kClusters, ns(), cluster_);
+    return c.ok() ? Str(*c, "/spec/infrastructureRef/name") : "";
+  }
+
+  // Every Machine Running with a nodeRef, and its Node initialised: the
+  // Machine's providerID (harvester://<VM uid>) and no uninitialized taint.
+  // Returns the Machines, or nothing on timeout.
+  std::vector<Object> WaitForInitialisedNodes(size_t count) {
+    std::vector<Object> machines = WaitForRunningMachines(count);
+    if (machines.empty()) return machines;
+    std::string why;
+    const bool ok = Eventually(
+        [&] {
+          for (const auto& m : machines) {
+            const std::string node_name = Str(m, "/status/nodeRef/name");
+            auto node = workload_->Get(kNodes, "", node_name);
+            if (!node.ok()) {
+              why = "Node " + node_name + ": " + node.status().ToString();
+              return false;
+            }
+            const std::string provider_id = Str(*node, "/spec/providerID");
+            if (!IsHarvesterProviderId(provider_id) || provider_id != Str(m, "/spec/providerID")) {
+              why = "Node " + node_name + " providerID " + provider_id;
+              return false;
+            }
+            for (const auto& t : (*node)["spec"].value("taints", Object::array())) {
+              if (t.value("key", "") == kUninitializedTaint) {
+                why = "Node " + node_name + " still tainted uninitialized";
+                return false;
+              }
+            }
+          }
+          return true;
+        },
+        kWait, kPoll);
+    EXPECT_TRUE(ok) << why << MachinesSummary();
+    return ok ? machines : std::vector<Object>{};
+  }
+
+  bool ServingSecretExists() const {
+    return !workload_->Get(kSecrets, "kube-system", "rke2-serving").status().IsNotFound();
+  }
+
+  // What of the cluster is left on Harvester (target namespace) and in the
+  // pools; "" when nothing.
+  std::string LeftOnHarvester() const {
+    std::string left;
+    for (const auto* gvr :
+         {&kVirtualMachines, &kVirtualMachineInstances, &kPvcs, &kLoadBalancers}) {
+      for (const auto& n : NamesOnHarvester(*gvr)) left += " " + gvr->resource + "/" + n;
+    }
+    for (const auto& s : OnHarvester(kServices)) {
+      if (Str(s, "/spec/type") == "LoadBalancer") left += " services/" + NameOf(s);
+    }
+    for (const auto& s : OnHarvester(kSecrets)) {
+      if (s["metadata"].value("labels", Object::object()).contains(kClusterNameLabel) ||
+          NameOf(s).find("-cloud-init") != std::string::npos) {
+        left += " secrets/" + NameOf(s);
+      }
+    }
+    for (const auto& a : OnHarvester(kServiceAccounts, ClusterSelector())) {
+      left += " serviceaccounts/" + NameOf(a);
+    }
+    for (const auto& e : EntriesOfThisTest()) left += " pool entry " + e;
+    return left;
+  }
+
+  std::string ClusterSelector() const { return std::string(kClusterNameLabel) + "=" + cluster_; }
+
+  size_t CloudInitSecrets() const {
+    size_t n = 0;
+    for (const auto& name : NamesOnHarvester(kSecrets)) {
+      n += name.find("-cloud-init") != std::string::npos ? 1 : 0;
+    }
+    return n;
+  }
+};
+
+}  // namespace caphv::e2e::topology
