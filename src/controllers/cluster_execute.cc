@@ -123,7 +123,10 @@ Status HarvesterClusterReconciler::ExecuteManagement(Run& r, const ClusterAction
         Status st = PatchCluster(r, *p);
         if (!st.ok() && !st.IsNotFound()) return st;
       }
-      if (!r.metrics_label.empty()) metrics::DeleteClusterReady(r.metrics_label);
+      if (!r.metrics_label.empty()) {
+        metrics::DeleteClusterReady(r.metrics_label);
+        metrics::SetIdentityTokenExpiry(r.metrics_label, std::nullopt);
+      }
       o.has_finalizer = false;
       r.finalizer_removed = true;
       r.log.Info(r.conn ? "Deleted the cluster's infrastructure on Harvester"

@@ -61,6 +61,7 @@ void HarvesterClusterReconciler::ObserveHarvester(Run& r, ClusterObservation& o)
       ctx_.connections->Get(hc.spec.identity_secret.namespace_, hc.spec.identity_secret.name,
                             Waiter{Waiter::Kind::kCluster, r.req});
   o.harvester = ViewOfConnection(lookup);
+  o.now = std::chrono::system_clock::now();
   if (!lookup.connection) return;
   r.conn = lookup.connection;
   const Connection& conn = *r.conn;

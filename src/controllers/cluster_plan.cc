@@ -6,11 +6,13 @@
 
 #include "controllers/cluster_plan.h"
 
+#include <algorithm>
 #include <set>
 
 #include "api/codec.h"
 #include "controllers/capi.h"
 #include "harvester/cloud_provider.h"
+#include "harvester/identity_expiry.h"
 
 namespace caphv::controllers {
 
@@ -39,6 +41,12 @@ class Planner {
       Normal();
     }
     if (!obs_.paused) Summarize(conditions_);
+    if (!plan_.action && !obs_.paused && !obs_.deleting) {
+      if (auto d = UntilIdentityStateChanges();
+          d && (plan_.wait.kind == Wait::Kind::kEvent || *d < plan_.wait.after)) {
+        plan_.wait = Wait::After(*d, "the identity's credentials change state");
+      }
+    }
     plan_.status.conditions = conditions_.current();
     plan_.events = conditions_.warnings();
     plan_.events.insert(plan_.events.end(), notes_.begin(), notes_.end());
@@ -110,6 +118,7 @@ class Planner {
     const ConnectionView& c = obs_.harvester;
     if (c.ready) {
       Mark(kHarvesterConnectionReady, true, "Connected", "connected to Harvester at " + c.server);
+      IdentityExpiry();
       return true;
     }
     WaitFor(c, "Harvester connection");
@@ -121,6 +130,49 @@ class Planner {
     Mark(kHarvesterConnectionReady, false, c.reason, c.message, c.failed());
     plan_.status.ready = false;
     return false;
+  }
+
+  // The identity's credentials: expired, expiring within
+  // harvester::kIdentityExpiryWarning, or valid; no condition when they have
+  // no known expiry. Never blocks the rest of the plan.
+  void IdentityExpiry() {
+    const auto& expiry = obs_.harvester.identity_expiry;
+    if (!expiry) {
+      conditions_.Remove(kIdentityTokenValid);
+      return;
+    }
+    const std::string secret =
+        obs_.hc.spec.identity_secret.namespace_ + "/" + obs_.hc.spec.identity_secret.name;
+    const std::string what = harvester::DescribeExpiry(*expiry, obs_.now, /*relative=*/false);
+    switch (harvester::StateOf(*expiry, obs_.now)) {
+      case harvester::ExpiryState::kExpired:
+        Mark(kIdentityTokenValid, false, "IdentityTokenExpired",
+             what + ": put a renewed kubeconfig into the identity Secret " + secret, true);
+        break;
+      case harvester::ExpiryState::kExpiringSoon:
+        Mark(kIdentityTokenValid, false, "IdentityTokenExpiringSoon",
+             what + ": put a renewed kubeconfig into the identity Secret " + secret +
+                 " before then, or CAPHV loses access to Harvester",
+             true);
+        break;
+      case harvester::ExpiryState::kValid:
+        Mark(kIdentityTokenValid, true, "IdentityTokenValid", what);
+        break;
+    }
+  }
+
+  // The next moment the identity's state changes by time alone, if any.
+  std::optional<kube::Clock::Duration> UntilIdentityStateChanges() const {
+    const auto& expiry = obs_.harvester.identity_expiry;
+    if (!expiry || !obs_.harvester.ready) return std::nullopt;
+    const auto warn_at = expiry->expires_at - harvester::kIdentityExpiryWarning;
+    const auto next = obs_.now < warn_at ? warn_at : expiry->expires_at;
+    if (next <= obs_.now) return std::nullopt;
+    // One second past the boundary, so the next look is on the other side;
+    // at least twice a day, so a changed wall clock is noticed.
+    const auto d = std::chrono::duration_cast<kube::Clock::Duration>(next - obs_.now) +
+                   std::chrono::seconds(1);
+    return std::min<kube::Clock::Duration>(d, std::chrono::hours(12));
   }
 
   bool Pools() {

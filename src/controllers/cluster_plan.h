@@ -64,14 +64,18 @@ inline constexpr std::string_view kTargetNamespaceReady = "TargetNamespaceReady"
 inline constexpr std::string_view kVmIpPoolReady = "VMIPPoolReady";
 inline constexpr std::string_view kLoadBalancerReady = "LoadBalancerReady";
 inline constexpr std::string_view kCloudProviderConfigReady = "CloudProviderConfigReady";
+// Set while the identity's credentials have a known expiry: True until
+// harvester::kIdentityExpiryWarning before it, then False (Warning Event)
+// IdentityTokenExpiringSoon, then IdentityTokenExpired. Not part of Ready.
+inline constexpr std::string_view kIdentityTokenValid = "IdentityTokenValid";
 
 // The conditions the Ready summary looks at, in order.
 inline constexpr std::array<std::string_view, 4> kClusterReadyOrder = {
     kHarvesterConnectionReady, kTargetNamespaceReady, kVmIpPoolReady, kLoadBalancerReady};
 // Every condition type a HarvesterCluster reports (with Ready and Paused).
-inline constexpr std::array<std::string_view, 6> kClusterConditionTypes = {
-    kHarvesterConnectionReady, kTargetNamespaceReady, kVmIpPoolReady,
-    kLoadBalancerReady,        kInfrastructureReady,  kCloudProviderConfigReady};
+inline constexpr std::array<std::string_view, 7> kClusterConditionTypes = {
+    kHarvesterConnectionReady, kTargetNamespaceReady,     kVmIpPoolReady,     kLoadBalancerReady,
+    kInfrastructureReady,      kCloudProviderConfigReady, kIdentityTokenValid};
 
 // A cached IPPool.
 struct PoolView {
@@ -146,6 +150,8 @@ struct ClusterObservation {
   int machines = 0;  // HarvesterMachines of the cluster still present
 
   ConnectionView harvester;
+  // The wall-clock time of the observation (identity expiry).
+  std::chrono::system_clock::time_point now{};
   // Meaningful only when `harvester.ready`:
   bool namespace_ready = false;  // EnsureNamespace succeeded in this reconcile
   // The pools named by the spec (inline and referenced) and those carrying

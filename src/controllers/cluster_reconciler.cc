@@ -29,6 +29,7 @@ kube::Result HarvesterClusterReconciler::Reconcile(const kube::Request& req) {
     std::lock_guard lock(mu_);
     if (auto it = label_of_.find(key); it != label_of_.end()) {
       metrics::DeleteClusterReady(it->second);
+      metrics::SetIdentityTokenExpiry(it->second, std::nullopt);
       label_of_.erase(it);
     }
     return kube::Result::Done();
@@ -80,6 +81,12 @@ kube::Result HarvesterClusterReconciler::Report(Run& r, const ClusterObservation
   for (const auto& e : plan.events) Emit(r, e);
   if (!r.metrics_label.empty() && !o.deleting && !o.paused) {
     metrics::SetClusterReady(r.metrics_label, plan.status.ready.value_or(false));
+    if (o.harvester.ready) {
+      metrics::SetIdentityTokenExpiry(r.metrics_label,
+                                      o.harvester.identity_expiry
+                                          ? std::optional(o.harvester.identity_expiry->expires_at)
+                                          : std::nullopt);
+    }
   }
   if ((plan.status != o.hc.status || o.status_foreign) && !r.finalizer_removed) {
     auto written = (o.status_foreign ? ReplaceStatus : ApplyStatus)(

@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "controllers/capi.h"
+#include "harvester/identity_expiry.h"
 #include "harvester/naming.h"
 #include "harvester/resources.h"
 #include "kube/base64.h"
@@ -205,6 +206,28 @@ void Connection::WakePoolWaiters() {
   for (const auto& key : waiters) callbacks_.machine_event(kube::Request::FromKey(key));
 }
 
+std::optional<kube::CredentialExpiry> IdentityExpiry(kube::Client& client) {
+  if (auto e = kube::CredentialExpiryOf(client.config())) return e;
+  auto token = client.config().BearerToken();
+  const std::string name = token.ok() ? kube::RancherTokenName(*token) : std::string();
+  if (name.empty()) return std::nullopt;
+  auto object = client.Get(harvester::kRancherTokens, "", name);
+  if (!object.ok()) {
+    kube::log::Root()
+        .WithName("harvester")
+        .V(1)
+        .Info("Cannot read the identity's Rancher token; its expiry stays unknown",
+              {{"server", client.config().server},
+               {"token", name},
+               {"error", object.status().message()}});
+    return std::nullopt;
+  }
+  if (auto at = harvester::RancherTokenExpiry(*object)) {
+    return kube::CredentialExpiry{*at, "Rancher token " + name};
+  }
+  return std::nullopt;
+}
+
 std::shared_ptr<kube::Client> ConnectHarvester(const std::string& kubeconfig,
                                                ConnectionError* error) {
   auto config = kube::LoadKubeconfigString(kubeconfig, "/nonexistent");
@@ -226,9 +249,15 @@ std::shared_ptr<kube::Client> ConnectHarvester(const std::string& kubeconfig,
   if (!dep.ok()) {
     const kube::Status& s = dep.status();
     if (s.code() == kube::StatusCode::kUnauthorized || s.code() == kube::StatusCode::kForbidden) {
-      *error = {"HarvesterAuthenticationFailed",
-                {s.code(), "Harvester at " + (*client)->config().server +
-                               " refused the identity's credentials: " + s.message()}};
+      std::string why = "Harvester at " + (*client)->config().server +
+                        " refused the identity's credentials: " + s.message();
+      const auto expiry = kube::CredentialExpiryOf((*client)->config());
+      const auto now = std::chrono::system_clock::now();
+      if (expiry && expiry->expires_at <= now) {
+        why += "; " + harvester::DescribeExpiry(*expiry, now) +
+               ": put a renewed kubeconfig into the identity Secret";
+      }
+      *error = {"HarvesterAuthenticationFailed", {s.code(), why}};
     } else if (s.IsNotFound()) {
       *error = {
           "NotHarvester",

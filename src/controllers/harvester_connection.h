@@ -46,12 +46,14 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "kube/client.h"
 #include "kube/controller.h"
+#include "kube/credential_expiry.h"
 #include "kube/informer.h"
 #include "kube/status.h"
 
@@ -85,6 +87,12 @@ class Connection {
   kube::Client& client() { return *client_; }
   const std::string& server() const { return client_->config().server; }
   const std::string& kubeconfig() const { return kubeconfig_; }
+  // When the identity's credentials expire, if they say so (set once, before
+  // the connection is handed out).
+  const std::optional<kube::CredentialExpiry>& identity_expiry() const { return identity_expiry_; }
+  void set_identity_expiry(std::optional<kube::CredentialExpiry> e) {
+    identity_expiry_ = std::move(e);
+  }
 
   const kube::Store& vms() const { return vms_->store(); }
   const kube::Store& vmis() const { return vmis_->store(); }
@@ -122,6 +130,7 @@ class Connection {
 
   std::shared_ptr<kube::Client> client_;
   std::string kubeconfig_;
+  std::optional<kube::CredentialExpiry> identity_expiry_;
   ConnectionCallbacks callbacks_;
   std::shared_ptr<kube::Informer> vms_, vmis_, lbs_, secrets_, pools_, pvcs_;
   std::mutex mu_;
@@ -149,6 +158,11 @@ struct ConnectionError {
 // for tests.
 std::shared_ptr<kube::Client> ConnectHarvester(const std::string& kubeconfig,
                                                ConnectionError* error);
+
+// When the credentials of `client` (connected with an identity kubeconfig)
+// expire: a JWT's `exp`, a client certificate's notAfter, or a Rancher
+// token's expiry read from Harvester (a failed read is logged and ignored).
+std::optional<kube::CredentialExpiry> IdentityExpiry(kube::Client& client);
 
 // The server of a kubeconfig ("" when it cannot be parsed).
 std::string KubeconfigServer(const std::string& kubeconfig);

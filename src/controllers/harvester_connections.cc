@@ -130,6 +130,7 @@ kube::BuildResult<Connection> HarvesterConnections::Build(
   }
   if (ctx.stop.stop_requested()) return Result::Failed("Stopped", "stopped");
   auto conn = std::make_shared<Connection>(client, *kubeconfig, callbacks_);
+  conn->set_identity_expiry(IdentityExpiry(*client));
   if (auto s = conn->Start(ctx.stop); !s.ok()) {
     return Result::Failed(
         "HarvesterConnectionFailed",

@@ -84,7 +84,10 @@ ConnectionView ViewOfConnection(const ConnectionLookup& l) {
   v.reason = l.reason;
   v.message = l.message;
   v.retry_after = l.retry_after;
-  if (l.connection) v.server = l.connection->server();
+  if (l.connection) {
+    v.server = l.connection->server();
+    v.identity_expiry = l.connection->identity_expiry();
+  }
   return v;
 }
 

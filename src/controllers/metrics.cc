@@ -30,6 +30,9 @@ constexpr const char* kMachineStatusHelp =
     "Current status of HarvesterMachine (1=ready, 0=not ready).";
 constexpr const char* kClusterReadyHelp =
     "Whether HarvesterCluster is ready (1=ready, 0=not ready).";
+constexpr const char* kIdentityExpiryHelp =
+    "When the credentials of the HarvesterCluster's identity kubeconfig expire, in seconds since "
+    "the Unix epoch (only while they have a known expiry).";
 
 // The Prometheus client default buckets (Go's prometheus.DefBuckets).
 const Histogram::BucketBoundaries kDefaultBuckets = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
@@ -85,6 +88,10 @@ struct Families {
                                      .Name("caphv_cluster_ready")
                                      .Help(kClusterReadyHelp)
                                      .Register(kube::metrics::Registry());
+  Family<Gauge>& identity_expiry = prometheus::BuildGauge()
+                                       .Name("caphv_identity_token_expiry_timestamp_seconds")
+                                       .Help(kIdentityExpiryHelp)
+                                       .Register(kube::metrics::Registry());
   Counter& etcd_member_remove =
       NewCounter("caphv_etcd_member_remove_total", "Total number of etcd member removal attempts.");
   Counter& etcd_member_remove_errors =
@@ -166,6 +173,18 @@ void DeleteClusterReady(std::string_view cluster) {
   if (family.Has(labels)) family.Remove(&family.Add(labels));
 }
 
+void SetIdentityTokenExpiry(std::string_view cluster,
+                            std::optional<std::chrono::system_clock::time_point> expires_at) {
+  auto& family = F().identity_expiry;
+  std::map<std::string, std::string> labels = {{"cluster", std::string(cluster)}};
+  if (!expires_at) {
+    if (family.Has(labels)) family.Remove(&family.Add(labels));
+    return;
+  }
+  family.Add(labels).Set(static_cast<double>(
+      std::chrono::duration_cast<std::chrono::seconds>(expires_at->time_since_epoch()).count()));
+}
+
 Counter& EtcdMemberRemoveTotal() { return F().etcd_member_remove; }
 Counter& EtcdMemberRemoveErrorsTotal() { return F().etcd_member_remove_errors; }
 Counter& NodeInitTotal() { return F().node_init; }
@@ -196,6 +215,7 @@ const std::vector<std::string>& FamilyNames() {
       "caphv_ippool_releases_total",
       "caphv_cluster_reconcile_duration_seconds",
       "caphv_cluster_ready",
+      "caphv_identity_token_expiry_timestamp_seconds",
       "caphv_etcd_member_remove_total",
       "caphv_etcd_member_remove_errors_total",
       "caphv_node_init_total",
@@ -207,11 +227,15 @@ const std::vector<std::string>& FamilyNames() {
 
 std::vector<prometheus::MetricFamily> DeclaredButEmpty() {
   std::vector<prometheus::MetricFamily> out;
-  for (const Family<Gauge>* family : {&F().machine_status, &F().cluster_ready}) {
+  const std::pair<const Family<Gauge>*, const char*> gauges[] = {
+      {&F().machine_status, kMachineStatusHelp},
+      {&F().cluster_ready, kClusterReadyHelp},
+      {&F().identity_expiry, kIdentityExpiryHelp}};
+  for (const auto& [family, help] : gauges) {
     if (!family->Collect().empty()) continue;
     prometheus::MetricFamily f;
     f.name = family->GetName();
-    f.help = family == &F().machine_status ? kMachineStatusHelp : kClusterReadyHelp;
+    f.help = help;
     f.type = prometheus::MetricType::Gauge;
     out.push_back(std::move(f));
   }

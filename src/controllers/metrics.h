@@ -12,6 +12,7 @@
 //   caphv_ippool_allocations_total, _allocation_errors_total, _releases_total
 //   caphv_cluster_reconcile_duration_seconds{operation}   histogram, default buckets
 //   caphv_cluster_ready{cluster}               gauge
+//   caphv_identity_token_expiry_timestamp_seconds{cluster}   gauge (CAPHV's own)
 //   caphv_etcd_member_remove_total, caphv_etcd_member_remove_errors_total
 //   caphv_node_init_total, caphv_node_init_errors_total               counter
 //   caphv_node_init_duration_seconds           histogram 0.5, 1, 2 ... 64 s
@@ -46,6 +47,8 @@
 #include <prometheus/histogram.h>
 #include <prometheus/metric_family.h>
 
+#include <chrono>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -79,6 +82,10 @@ prometheus::Counter& IPPoolReleasesTotal();
 void ObserveClusterReconcile(Operation op, double seconds);
 void SetClusterReady(std::string_view cluster, bool ready);
 void DeleteClusterReady(std::string_view cluster);
+// Sets caphv_identity_token_expiry_timestamp_seconds{cluster}; nullopt
+// removes the series (no known expiry, or the cluster is gone).
+void SetIdentityTokenExpiry(std::string_view cluster,
+                            std::optional<std::chrono::system_clock::time_point> expires_at);
 
 // --- workload cluster --------------------------------------------------------------
 prometheus::Counter& EtcdMemberRemoveTotal();

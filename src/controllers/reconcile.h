@@ -21,6 +21,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -30,6 +31,7 @@
 #include "kube/clock.h"
 #include "kube/connection_pool.h"
 #include "kube/controller.h"
+#include "kube/credential_expiry.h"
 
 namespace caphv::controllers {
 
@@ -99,6 +101,7 @@ struct ConnectionView {
   std::string message;                                                // when not ready
   kube::Clock::Duration retry_after = kube::Clock::Duration::zero();  // 0: a waiter is woken
   std::string server;                                                 // when ready
+  std::optional<kube::CredentialExpiry> identity_expiry;              // when ready and known
 
   // Not ready for a reason other than an attempt under way: worth a warning.
   bool failed() const { return !ready && reason != kube::kPoolReasonConnecting; }

@@ -24,6 +24,10 @@ inline const kube::GroupVersionResource kIPPools{"loadbalancer.harvesterhci.io",
                                                  "ippools", false};
 inline const kube::GroupVersionResource kLoadBalancers{"loadbalancer.harvesterhci.io", "v1beta1",
                                                        "loadbalancers", true};
+// The API tokens of Harvester's embedded Rancher (cluster-scoped): where a
+// "<name>:<key>" token of a downloaded kubeconfig keeps its expiry.
+inline const kube::GroupVersionResource kRancherTokens{"management.cattle.io", "v3", "tokens",
+                                                       false};
 
 // Cluster API core (the v1beta1 contract of CAPI v1.9/v1.10; served by later
 // releases too).

@@ -142,17 +142,19 @@ for d in docs:
 PY
 done; done; done
 
-# --- Alerting rules: the guide's six, each with a unit test that fires and one that does not.
+# --- Alerting rules: the guide's six and CAPHV's two identity alerts, each with a unit test that
+# fires and one that does not.
 check "promtool check rules" "$PROMTOOL" check rules "$REL/caphv-alerts.yaml"
 cp "$REL/caphv-alerts.yaml" "$work/"
 sed "s|^- ../../config/prometheus/caphv-alerts.yaml|- caphv-alerts.yaml|" "$ROOT/test/release/caphv-alerts-test.yaml" >"$work/alerts-test.yaml"
 check "promtool test rules (the released rules)" "$PROMTOOL" test rules "$work/alerts-test.yaml"
-check "six alerts, each tested firing and not firing" python3 - "$REL/caphv-alerts.yaml" "$work/alerts-test.yaml" <<'PY'
+check "eight alerts, each tested firing and not firing" python3 - "$REL/caphv-alerts.yaml" "$work/alerts-test.yaml" <<'PY'
 import sys, yaml
 rules = yaml.safe_load(open(sys.argv[1]))["groups"][0]["rules"]
 names = [r["alert"] for r in rules]
 assert names == ["CAPHVMachineCreateErrors", "CAPHVMachineNotReady", "CAPHVIPPoolAllocationErrors",
-                 "CAPHVClusterNotReady", "CAPHVEtcdRemoveErrors", "CAPHVSlowMachineCreation"], names
+                 "CAPHVClusterNotReady", "CAPHVEtcdRemoveErrors", "CAPHVSlowMachineCreation",
+                 "CAPHVIdentityTokenExpiringSoon", "CAPHVIdentityTokenExpired"], names
 fires, quiet = set(), set()
 for t in yaml.safe_load(open(sys.argv[2]))["tests"]:
     for a in t.get("alert_rule_test", []):
@@ -164,7 +166,7 @@ PY
 check "dashboard metrics are the manager's" python3 - "$REL/caphv-dashboard.json" "$ROOT/src/controllers/metrics.cc" <<'PY'
 import json, re, sys
 served = set(re.findall(r'"(caphv_[a-z_]+)"', open(sys.argv[2]).read()))
-assert len(served) == 17, served
+assert len(served) == 18, served
 d = json.load(open(sys.argv[1]))
 exprs = [t["expr"] for p in d["panels"] for t in p.get("targets", [])]
 exprs += [v["query"]["query"] for v in d["templating"]["list"] if isinstance(v.get("query"), dict)]

@@ -69,6 +69,7 @@ TEST(ControllerMetricsTest, EveryFamilyIsExposedWithItsType) {
       {"caphv_ippool_releases_total", "counter"},
       {"caphv_cluster_reconcile_duration_seconds", "histogram"},
       {"caphv_cluster_ready", "gauge"},
+      {"caphv_identity_token_expiry_timestamp_seconds", "gauge"},
       {"caphv_etcd_member_remove_total", "counter"},
       {"caphv_etcd_member_remove_errors_total", "counter"},
       {"caphv_node_init_total", "counter"},
