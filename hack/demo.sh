@@ -45,15 +45,16 @@ if [ "${1:-}" = down ]; then
   exit 0
 fi
 
-# The Go-built binaries the bed runs, by family of hack/build-testbins.sh; a
-# fresh machine has none (`make demo` builds them in `make setup`, a direct
-# run of hack/demo.sh here). The RKE2 providers come from the third-party
-# tarball: about 13 minutes the first time on 2 cores.
+# The Go-built binaries the bed runs and the manifests it applies (config,
+# rke2-config), by family of hack/build-testbins.sh. A fresh machine has none:
+# `make demo` builds them in `make setup`, a direct run of hack/demo.sh here.
+# The RKE2 providers come from the third-party tarball: up to about 13 minutes
+# the first time on 2 cores.
 missing=() families=()
 for spec in kube:kube-apiserver:CAPHV_KUBE_APISERVER \
   kube:kube-controller-manager:CAPHV_KUBE_CONTROLLER_MANAGER kube:kubectl: etcd:etcd:CAPHV_ETCD \
-  capi:cluster-api:CAPHV_CLUSTER_API rke2:rke2-bootstrap:CAPHV_RKE2_BOOTSTRAP \
-  rke2:rke2-controlplane:CAPHV_RKE2_CONTROLPLANE; do
+  capi:cluster-api:CAPHV_CLUSTER_API capi:config: rke2:rke2-bootstrap:CAPHV_RKE2_BOOTSTRAP \
+  rke2:rke2-controlplane:CAPHV_RKE2_CONTROLPLANE rke2:rke2-config:; do
   IFS=: read -r family bin override <<<"$spec"
   [ -n "$override" ] && [ -n "${!override:-}" ] && continue  # hack/testbed's override
   [ -x "$CAPHV_TOOLCHAIN_CACHE/bin/current/$bin" ] && continue
@@ -61,7 +62,7 @@ for spec in kube:kube-apiserver:CAPHV_KUBE_APISERVER \
   case " ${families[*]} " in *" $family "*) ;; *) families+=("$family") ;; esac
 done
 if [ "${#missing[@]}" -gt 0 ]; then
-  say "Building what the test bed lacks: ${missing[*]} (first time only; the RKE2 providers take about 13 min)"
+  say "Building what the test bed lacks: ${missing[*]} (first time only; the RKE2 providers take up to about 13 min)"
   "$ROOT/hack/build-testbins.sh" "${families[@]}"
   for b in "${missing[@]}"; do
     [ "$b" = etcd ] && continue  # hack/testbed falls back to /usr/bin/etcd
