@@ -12,6 +12,7 @@ check "SHA256SUMS lists every file and matches" bash -c "cd '$REL' && sha256sum 
   [ \"\$(ls | grep -vx SHA256SUMS | sort)\" = \"\$(awk '{print \$2}' SHA256SUMS | sort)\" ]"
 for f in infrastructure-components.yaml metadata.yaml cluster-template.yaml cluster-template-rke2.yaml \
   cluster-template-rke2-dhcp.yaml cluster-template-kubeadm.yaml clusterclass-harvester-rke2.yaml \
+  clusterresourceset-harvester-cloud-provider.yaml clusterresourceset-harvester-csi-driver.yaml \
   capiprovider-harvester.yaml "caphv-${VERSION#v}.tgz" caphv-dashboard.json caphv-alerts.yaml; do
   [ -s "$REL/$f" ] || fail "the release has no $f"
 done
@@ -91,6 +92,72 @@ s = p["spec"]
 assert s["name"] == "harvester" and s["type"] == "infrastructure" and s["version"] == sys.argv[2], s
 assert s["fetchConfig"]["url"].endswith("/" + sys.argv[2] + "/infrastructure-components.yaml"), s
 PY
+
+# --- The ClusterClass's addons, rendered as the operations guide says (clusterctl generate
+# yaml): their variables, and what they install, against what the ClusterClass tells CAPHV
+# (the ConfigMap and key it writes the credentials into, the Secret it writes).
+check "addons: clusterctl lists their variables" bash -c "
+  [ \"\$('$CLUSTERCTL' generate yaml --from '$REL/clusterresourceset-harvester-cloud-provider.yaml' --list-variables | sed -n 's/^  - //p' | tr '\n' ' ')\" = 'CLUSTER_NAME HARVESTER_CLOUD_PROVIDER_VERSION NAMESPACE ' ] &&
+  [ \"\$('$CLUSTERCTL' generate yaml --from '$REL/clusterresourceset-harvester-csi-driver.yaml' --list-variables | sed -n 's/^  - //p' | tr '\n' ' ')\" = 'HARVESTER_CSI_DRIVER_VERSION NAMESPACE ' ]"
+if CLUSTER_NAME=c1 NAMESPACE=team-a "$CLUSTERCTL" generate yaml --from "$REL/clusterresourceset-harvester-cloud-provider.yaml" \
+  >"$work/ccm.yaml" 2>"$work/err" && NAMESPACE=team-a HARVESTER_CSI_DRIVER_VERSION=v0.1.5 "$CLUSTERCTL" generate yaml \
+  --from "$REL/clusterresourceset-harvester-csi-driver.yaml" >"$work/csi.yaml" 2>>"$work/err"; then
+  check "addons: what they install, as the ClusterClass expects" python3 - "$work/ccm.yaml" "$work/csi.yaml" \
+    "$REL/clusterclass-harvester-rke2.yaml" <<'PY'
+import sys, yaml
+ccm, csi, cc = ([d for d in yaml.safe_load_all(open(f)) if d] for f in sys.argv[1:4])
+def one(docs, kind, name=None):
+    found = [d for d in docs if d["kind"] == kind and (name is None or d["metadata"]["name"] == name)]
+    assert len(found) == 1, (kind, name, [(d["kind"], d["metadata"]["name"]) for d in docs])
+    return found[0]
+# The class points CAPHV at cloud-config-addon-<cluster>, key cloud-config.yaml, Secret cloud-config/cloud-config.
+hct = one(cc, "HarvesterClusterTemplate")["spec"]["template"]["spec"]["updateCloudProviderConfig"]
+patch = next(p for p in one(cc, "ClusterClass")["spec"]["patches"] if p["name"] == "cloudProviderManifests")
+ops = {o["path"].rsplit("/", 1)[1]: o["valueFrom"]["template"] for o in patch["definitions"][0]["jsonPatches"]}
+assert ops["manifestsConfigMapName"] == "cloud-config-addon-{{ .builtin.cluster.name }}", ops
+cm = one(ccm, "ConfigMap", "cloud-config-addon-c1")
+assert cm["metadata"]["namespace"] == "team-a" and list(cm["data"]) == [hct["manifestsConfigMapKey"]], cm["metadata"]
+objs = [d for d in yaml.safe_load_all(cm["data"][hct["manifestsConfigMapKey"]]) if d]
+secret = one(objs, "Secret", hct["cloudConfigCredentialsSecretName"])
+assert secret["metadata"]["namespace"] == "kube-system" and "data" not in secret, secret
+dep = one(objs, "Deployment", "harvester-cloud-provider")
+pod = dep["spec"]["template"]["spec"]
+assert pod["hostNetwork"] is True, pod
+c = pod["containers"][0]
+assert c["image"] == "rancher/harvester-cloud-provider:v0.2.1", c["image"]
+assert c["args"] == ["--cloud-config=/etc/kubernetes/" + hct["cloudConfigCredentialsSecretKey"], "--cluster-name=c1"], c["args"]
+assert pod["volumes"] == [{"name": "cloud-config", "secret": {"secretName": "cloud-config"}}], pod["volumes"]
+tolerated = {(t["key"], t.get("effect")) for t in pod["tolerations"]}
+for t in [("node-role.kubernetes.io/control-plane", "NoSchedule"), ("node-role.kubernetes.io/etcd", "NoExecute"),
+          ("node.cloudprovider.kubernetes.io/uninitialized", "NoSchedule"), ("node.kubernetes.io/not-ready", "NoSchedule")]:
+    assert t in tolerated, (t, tolerated)
+sa = pod["serviceAccountName"]
+crb = one(objs, "ClusterRoleBinding", "harvester-cloud-controller-manager")
+assert crb["subjects"] == [{"kind": "ServiceAccount", "name": sa, "namespace": "kube-system"}], crb
+rules = one(objs, "ClusterRole", crb["roleRef"]["name"])["rules"]
+def allowed(res, verb): return any(res in r["resources"] and verb in r["verbs"] for r in rules)
+for res, verb in [("nodes", "patch"), ("nodes/status", "patch"), ("services", "watch"), ("services/status", "patch"),
+                  ("leases", "update"), ("events", "create")]:
+    assert allowed(res, verb), (res, verb)
+crs = one(ccm, "ClusterResourceSet")
+assert crs["metadata"] == {"name": "c1-harvester-cloud-provider", "namespace": "team-a"}, crs["metadata"]
+assert crs["spec"] == {"clusterSelector": {"matchLabels": {"cluster.x-k8s.io/cluster-name": "c1"}},
+                       "resources": [{"kind": "ConfigMap", "name": "cloud-config-addon-c1"}], "strategy": "Reconcile"}, crs["spec"]
+# CSI: the driver reads the same Secret; every Cluster labelled csi: external.
+cm = one(csi, "ConfigMap", "harvester-csi-driver")
+objs = [d for d in yaml.safe_load_all(cm["data"]["harvester-csi-driver.yaml"]) if d]
+ds = one(objs, "DaemonSet", "harvester-csi-plugin")["spec"]["template"]["spec"]
+plugin = next(c for c in ds["containers"] if c["name"] == "harvester-csi-plugin")
+assert plugin["image"] == "rancher/harvester-csi-driver:v0.1.5", plugin["image"]
+assert {"name": "cloud-config", "secret": {"secretName": secret["metadata"]["name"]}} in ds["volumes"], ds["volumes"]
+one(objs, "Deployment", "csi-controller"); one(objs, "CSIDriver", "driver.harvesterhci.io"); one(objs, "StorageClass", "harvester")
+crs = one(csi, "ClusterResourceSet")
+assert crs["spec"]["clusterSelector"] == {"matchLabels": {"csi": "external"}} and crs["spec"]["strategy"] == "Reconcile", crs
+assert crs["spec"]["resources"] == [{"kind": "ConfigMap", "name": "harvester-csi-driver"}], crs
+PY
+else
+  fail "clusterctl generate yaml of the addons: $(cat "$work/err")"
+fi
 
 # --- The Helm chart.
 chart=$REL/caphv-${VERSION#v}.tgz

@@ -3,8 +3,8 @@
 #   1. clusterctl init --infrastructure harvester:<version> from a local clusterctl repository
 #      creates every object of the operations guide, with its names;
 #   2. helm template (each value combination) passes kubectl apply --dry-run=server;
-#   3. clusterctl generate cluster, every flavor, and the ClusterClass pass
-#      kubectl apply --dry-run=server with CAPHV's webhooks served (caphv-manager
+#   3. clusterctl generate cluster, every flavor, the ClusterClass and its addons (clusterctl
+#      generate yaml) pass kubectl apply --dry-run=server with CAPHV's webhooks served (caphv-manager
 #      --enable-webhooks), Cluster API's, and the RKE2 and kubeadm CRDs; a bad value is refused.
 # The bed runs Cluster API without clusterctl: the test records it in clusterctl's inventory
 # (a Provider cluster-api, whose metadata the local repository holds) so that init adds only
@@ -200,6 +200,15 @@ else
 fi
 k create ns rel-cc >/dev/null
 check "ClusterClass harvester-rke2: kubectl apply --dry-run=server" k apply --dry-run=server -n rel-cc -f "$REL/clusterclass-harvester-rke2.yaml"
+for addon in harvester-cloud-provider harvester-csi-driver; do
+  if CLUSTER_NAME=c-cc NAMESPACE=rel-cc "$CLUSTERCTL" generate yaml --from "$REL/clusterresourceset-$addon.yaml" \
+    >"$work/$addon.yaml" 2>"$work/err"; then
+    check "addon $addon: kubectl apply --dry-run=server ($(grep -c '^kind:' "$work/$addon.yaml") objects)" \
+      k apply --dry-run=server -f "$work/$addon.yaml"
+  else
+    fail "clusterctl generate yaml --from clusterresourceset-$addon.yaml: $(cat "$work/err")"
+  fi
+done
 "$HELM" template caphv "$chart" -n rel-cc --set clusterClass.enabled=true --show-only templates/clusterclass.yaml >"$work/cc.yaml"
 check "helm template clusterClass.enabled=true: the ClusterClass, --dry-run=server" k apply --dry-run=server -f "$work/cc.yaml"
 

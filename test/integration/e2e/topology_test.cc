@@ -4,9 +4,15 @@
 // control plane, a MachineDeployment of two workers, the class's variables);
 // the Cluster API topology controller, the real RKE2 bootstrap and
 // control-plane providers, caphv-manager and the simulated Harvester (which
-// plays RKE2 on each VM) provision it. Then the workers are scaled through
-// the topology 2 -> 4 -> 2 and the Cluster is deleted: nothing is left on
-// Harvester nor in the pools.
+// plays RKE2 on each VM) provision it. The addons of the class, rendered by
+// clusterctl from templates/clusterresourceset-*.yaml, are applied before
+// the Cluster (labelled for their ClusterResourceSets): Cluster API's
+// ClusterResourceSets install the Harvester cloud provider, with the
+// credentials CAPHV writes into cloud-config-addon-<cluster>, and the CSI
+// driver into the workload cluster. Then the control plane is scaled through
+// the topology 1 -> 3 (the joining servers use the first one's address and
+// token: the simulated RKE2 refuses anything else), the workers 2 -> 4 -> 2,
+// and the Cluster is deleted: nothing is left on Harvester nor in the pools.
 //
 // The workload API: the control-plane endpoint is an address the simulated
 // kube-vip hands out, not reachable here, so the test brings its own
@@ -36,11 +42,13 @@ TEST_F(TopologyTest, ClusterOfClassHarvesterRke2ProvisionsScalesAndIsDeleted) {
   // server Node), or the control plane would count as initialised at once.
   EXPECT_TRUE(Eventually([&] { return !ServingSecretExists(); }, kWait, kPoll))
       << "kube-system/rke2-serving of an earlier cluster is still in the workload cluster";
+  DeleteAddonObjectsFromWorkload();
   const Pool pool = CreatePool(8);
   ApplyClusterClass();
-  CreateAddonConfigMap();
+  ApplyAddons();
   // The Cluster webhook checks the variables against the reconciled class.
-  const Object cluster = TopologyCluster(pool);
+  Object cluster = TopologyCluster(pool);
+  cluster["metadata"]["labels"] = AddonLabels();
   std::string refused;
   ASSERT_TRUE(Eventually(
       [&] {
@@ -124,17 +132,135 @@ TEST_F(TopologyTest, ClusterOfClassHarvesterRke2ProvisionsScalesAndIsDeleted) {
   }
   EXPECT_EQ(EntriesOfThisTest().size(), 3u);
 
-  // CAPHV wrote the Harvester credentials into the addon ConfigMap.
-  EXPECT_TRUE(Eventually([&] {
-    auto cm = mgmt_->Get(kube::resources::kConfigMaps, ns(), "cloud-config-addon-" + cluster_);
-    return cm.ok() && (*cm)["data"].value(kAddonKey, "").find("cloud-config") != std::string::npos;
-  })) << "no cloud-config in the addon ConfigMap";
+  // CAPHV wrote the Harvester credentials into the addon ConfigMap: a
+  // kubeconfig with the token Harvester issued to the cluster's
+  // cloud-provider ServiceAccount.
+  std::string cloud_config;
+  EXPECT_TRUE(Eventually(
+      [&] {
+        cloud_config = SecretValueInAddonConfigMap("cloud-config", "cloud-config");
+        return !cloud_config.empty();
+      },
+      kWait, kPoll))
+      << "no cloud-config in the addon ConfigMap";
+  const std::string token = CloudProviderTokenOnHarvester();
+  ASSERT_FALSE(token.empty()) << "no token of the cloud provider's ServiceAccount on Harvester";
+  EXPECT_NE(cloud_config.find(token), std::string::npos) << cloud_config;
+  EXPECT_NE(cloud_config.find(Testbed::Get().EnvValue("HARVESTER_SERVER")), std::string::npos)
+      << cloud_config;
+
+  // The ClusterResourceSets applied the addons to the workload cluster: the
+  // cloud-config Secret as CAPHV wrote it (the ConfigMap's later version)...
+  std::string in_workload;
+  EXPECT_TRUE(Eventually(
+      [&] {
+        auto secret = workload_->Get(kSecrets, "kube-system", "cloud-config");
+        in_workload =
+            secret.ok() ? kube::Base64Decode(Str(*secret, "/data/cloud-config")).value_or("") : "";
+        return in_workload == cloud_config;
+      },
+      kWait, kPoll))
+      << "kube-system/cloud-config in the workload cluster: " << in_workload;
+  // ... the cloud provider on the host network, tolerating new and
+  // control-plane nodes, reading that Secret, with its RBAC ...
+  auto ccm =
+      workload_->Get(kube::resources::kDeployments, "kube-system", "harvester-cloud-provider");
+  ASSERT_TRUE(ccm.ok()) << ccm.status().ToString();
+  const Object& pod = (*ccm)["spec"]["template"]["spec"];
+  EXPECT_TRUE(pod.value("hostNetwork", false)) << pod.dump();
+  std::set<std::string> tolerated;
+  for (const auto& t : pod.value("tolerations", Object::array())) {
+    tolerated.insert(t.value("key", "") + ":" + t.value("effect", ""));
+  }
+  for (const char* taint : {"node-role.kubernetes.io/control-plane:NoSchedule",
+                            "node-role.kubernetes.io/etcd:NoExecute",
+                            "node.cloudprovider.kubernetes.io/uninitialized:NoSchedule",
+                            "node.kubernetes.io/not-ready:NoSchedule"}) {
+    EXPECT_TRUE(tolerated.contains(taint)) << taint << " not tolerated: " << pod.dump();
+  }
+  EXPECT_EQ(Str(pod, "/volumes/0/secret/secretName"), "cloud-config") << pod.dump();
+  EXPECT_EQ(Str(pod, "/containers/0/args/0"), "--cloud-config=/etc/kubernetes/cloud-config");
+  EXPECT_EQ(Str(pod, "/serviceAccountName"), "harvester-cloud-controller-manager");
+  for (const auto& o : CloudProviderObjects()) {
+    EXPECT_TRUE(workload_->Get(o.gvr, o.ns, o.name).ok()) << o.Describe() << " not applied";
+  }
+  auto crb = workload_->Get(kube::resources::kClusterRoleBindings, "",
+                            "harvester-cloud-controller-manager");
+  ASSERT_TRUE(crb.ok());
+  EXPECT_EQ(Str(*crb, "/subjects/0/name"), "harvester-cloud-controller-manager");
+  auto role = workload_->Get(kube::resources::kClusterRoles, "", Str(*crb, "/roleRef/name"));
+  ASSERT_TRUE(role.ok());
+  EXPECT_NE(role->at("rules").dump().find("\"nodes/status\""), std::string::npos)
+      << role->at("rules").dump();
+  // ... and the CSI driver, which reads the same Secret.
+  for (const auto& o : CsiDriverObjects()) {
+    EXPECT_TRUE(workload_->Get(o.gvr, o.ns, o.name).ok()) << o.Describe() << " not applied";
+  }
+  auto csi = workload_->Get(kDaemonSets, "kube-system", "harvester-csi-plugin");
+  ASSERT_TRUE(csi.ok());
+  std::string csi_secret;
+  for (const auto& v : csi->at("spec")["template"]["spec"].value("volumes", Object::array())) {
+    if (v.value("name", "") == "cloud-config") csi_secret = Str(v, "/secret/secretName");
+  }
+  EXPECT_EQ(csi_secret, "cloud-config") << csi->at("spec").dump();
+  // The Cluster's ClusterResourceSetBinding records both as applied.
+  const std::map<std::string, std::map<std::string, bool>> applied = {
+      {cluster_ + "-harvester-cloud-provider",
+       {{"ConfigMap/cloud-config-addon-" + cluster_, true}}},
+      {"harvester-csi-driver", {{"ConfigMap/harvester-csi-driver", true}}}};
+  EXPECT_TRUE(Eventually([&] { return ResourceSetBindings() == applied; }, kWait, kPoll))
+      << "ClusterResourceSetBinding " << ns() << "/" << cluster_ << ": "
+      << DumpOf(mgmt_->Get(kResourceSetBindings, ns(), cluster_));
+  std::cout << "addons applied after " << seconds_since_start() << " s\n";
+
+  // The control plane through the topology: 1 -> 3 servers, each joining
+  // the first (the simulated RKE2 registers no Node otherwise), each with an
+  // address of the pool.
+  ScaleControlPlane(3);
+  machines = WaitForInitialisedNodes(5);
+  ASSERT_EQ(machines.size(), 5u);
+  EXPECT_EQ(ControlPlanes(machines), 3u) << MachinesSummary();
+  for (const auto& m : machines) {
+    if (!m["metadata"].value("labels", Object::object()).contains(kControlPlaneLabel)) continue;
+    auto node = workload_->Get(kNodes, "", Str(m, "/status/nodeRef/name"));
+    ASSERT_TRUE(node.ok());
+    EXPECT_EQ((*node)["metadata"]["labels"].value("node-role.kubernetes.io/etcd", ""), "true")
+        << NameOf(*node) << " is no RKE2 server";
+  }
+  // What RKE2 on the servers was told: the cluster's token on every one, and
+  // on the two that joined the first, its address through the load balancer.
+  auto join_token = mgmt_->Get(kSecrets, ns(), cluster_ + "-token");
+  ASSERT_TRUE(join_token.ok()) << join_token.status().ToString();
+  const std::string token_value = kube::Base64Decode(Str(*join_token, "/data/value")).value_or("");
+  ASSERT_FALSE(token_value.empty());
+  int joining = 0;
+  for (const auto& m : machines) {
+    if (!m["metadata"].value("labels", Object::object()).contains(kControlPlaneLabel)) continue;
+    auto data = mgmt_->Get(kSecrets, ns(), Str(m, "/spec/bootstrap/dataSecretName"));
+    ASSERT_TRUE(data.ok()) << NameOf(m) << ": " << data.status().ToString();
+    const std::string user_data = kube::Base64Decode(Str(*data, "/data/value")).value_or("");
+    EXPECT_NE(user_data.find(token_value), std::string::npos) << NameOf(m) << " lacks the token";
+    joining += user_data.find("server: https://" + address + ":9345") != std::string::npos;
+  }
+  EXPECT_EQ(joining, 2) << "servers joining through https://" << address << ":9345";
+  for (const auto& hm : HarvesterMachines()) {
+    EXPECT_TRUE(pool.Contains(hm["status"].value("allocatedIPAddress", ""))) << NameOf(hm);
+  }
+  EXPECT_EQ(EntriesOfThisTest().size(), 5u);
+  EXPECT_TRUE(Eventually(
+      [&] {
+        auto got = mgmt_->Get(kControlPlanes, ns(), Str(c, "/spec/controlPlaneRef/name"));
+        return got.ok() && (*got)["status"].value("readyReplicas", 0) == 3;
+      },
+      kWait, kPoll))
+      << DumpOf(mgmt_->Get(kControlPlanes, ns(), Str(c, "/spec/controlPlaneRef/name")));
+  std::cout << "scaled to 3 servers after " << seconds_since_start() << " s\n";
 
   // Workers through the topology: 2 -> 4.
   ScaleWorkers(4);
-  machines = WaitForInitialisedNodes(5);
-  ASSERT_EQ(machines.size(), 5u);
-  EXPECT_EQ(EntriesOfThisTest().size(), 5u);
+  machines = WaitForInitialisedNodes(7);
+  ASSERT_EQ(machines.size(), 7u);
+  EXPECT_EQ(EntriesOfThisTest().size(), 7u);
   std::cout << "scaled to 4 workers after " << seconds_since_start() << " s\n";
 
   // 4 -> 2: the removed machines leave nothing behind.
@@ -142,15 +268,16 @@ TEST_F(TopologyTest, ClusterOfClassHarvesterRke2ProvisionsScalesAndIsDeleted) {
   std::set<std::string> kept_nodes;
   ASSERT_TRUE(Eventually(
       [&] {
-        return Machines().size() == 3 && HarvesterMachines().size() == 3 &&
-               NamesOnHarvester(kVirtualMachines).size() == 3 &&
-               NamesOnHarvester(kPvcs).size() == 3 && CloudInitSecrets() == 3 &&
-               EntriesOfThisTest().size() == 3;
+        return Machines().size() == 5 && HarvesterMachines().size() == 5 &&
+               NamesOnHarvester(kVirtualMachines).size() == 5 &&
+               NamesOnHarvester(kPvcs).size() == 5 && CloudInitSecrets() == 5 &&
+               EntriesOfThisTest().size() == 5;
       },
       kWait, kPoll))
       << MachinesSummary();
-  machines = WaitForInitialisedNodes(3);
-  ASSERT_EQ(machines.size(), 3u);
+  machines = WaitForInitialisedNodes(5);
+  ASSERT_EQ(machines.size(), 5u);
+  EXPECT_EQ(ControlPlanes(machines), 3u);
   for (const auto& m : machines) kept_nodes.insert(Str(m, "/status/nodeRef/name"));
   std::string extra_nodes;
   EXPECT_TRUE(Eventually(
@@ -176,7 +303,7 @@ TEST_F(TopologyTest, ClusterOfClassHarvesterRke2ProvisionsScalesAndIsDeleted) {
   ASSERT_EQ(OnHarvester(kLoadBalancers).size(), 1u);
   ASSERT_FALSE(OnHarvester(kServiceAccounts, ClusterSelector()).empty());
   ASSERT_FALSE(OnHarvester(kSecrets, ClusterSelector()).empty());
-  ASSERT_EQ(CloudInitSecrets(), 3u);
+  ASSERT_EQ(CloudInitSecrets(), 5u);
   ASSERT_TRUE(ServingSecretExists());
   ASSERT_TRUE(mgmt_->Delete(kClusters, ns(), cluster_).ok());
   EXPECT_TRUE(Eventually(
@@ -208,6 +335,9 @@ TEST_F(TopologyTest, ClusterOfClassHarvesterRke2ProvisionsScalesAndIsDeleted) {
       kWait, kPoll))
       << "Nodes of the cluster or kube-system/rke2-serving left in the workload cluster";
   std::cout << "deleted, nothing left, after " << seconds_since_start() << " s\n";
+  // What the ClusterResourceSets applied stays in a workload cluster; this
+  // one is the bed's, shared with the next scenarios.
+  DeleteAddonObjectsFromWorkload();
 }
 
 }  // namespace
