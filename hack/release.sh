@@ -7,6 +7,8 @@
 #   metadata.yaml                    clusterctl's release series -> contract
 #   cluster-template*.yaml           the clusterctl flavors (templates/)
 #   clusterclass-harvester-rke2.yaml the ClusterClass (templates/)
+#   machinehealthcheck-harvester-rke2.yaml
+#                                    the MachineHealthChecks of such a cluster (templates/)
 #   capiprovider-harvester.yaml      a Rancher Turtles CAPIProvider for this release
 #   caphv-<semver>.tgz               the Helm chart (chart/caphv), version = the release's
 #   caphv-dashboard.json             the Grafana dashboard (config/grafana/)
@@ -73,10 +75,11 @@ awk '
   END { if (done != 1) { print "release: expected one -v=N argument in the Deployment, found " done + 0 > "/dev/stderr"; exit 1 } }
 ' "$work/components.yaml" >"$out/infrastructure-components.yaml"
 
-# --- clusterctl metadata, flavors, ClusterClass.
+# --- clusterctl metadata, flavors, ClusterClass, MachineHealthChecks.
 cp "$root/metadata.yaml" "$out/"
 cp "$root"/templates/cluster-template*.yaml "$out/"
 cp "$root/templates/clusterclass-harvester-rke2.yaml" "$out/"
+cp "$root/templates/machinehealthcheck-harvester-rke2.yaml" "$out/"
 
 # --- The Turtles CAPIProvider.
 cat >"$out/capiprovider-harvester.yaml" <<YAML

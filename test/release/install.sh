@@ -3,9 +3,10 @@
 #   1. clusterctl init --infrastructure harvester:<version> from a local clusterctl repository
 #      creates every object of the operations guide, with its names;
 #   2. helm template (each value combination) passes kubectl apply --dry-run=server;
-#   3. clusterctl generate cluster, every flavor, and the ClusterClass pass
-#      kubectl apply --dry-run=server with CAPHV's webhooks served (caphv-manager
-#      --enable-webhooks), Cluster API's, and the RKE2 and kubeadm CRDs; a bad value is refused.
+#   3. clusterctl generate cluster, every flavor, the ClusterClass and the MachineHealthChecks
+#      (clusterctl generate yaml) pass kubectl apply --dry-run=server with CAPHV's webhooks
+#      served (caphv-manager --enable-webhooks), Cluster API's, and the RKE2 and kubeadm CRDs;
+#      a bad value is refused.
 # The bed runs Cluster API without clusterctl: the test records it in clusterctl's inventory
 # (a Provider cluster-api, whose metadata the local repository holds) so that init adds only
 # CAPHV, and adds cert-manager's CRDs so that init finds cert-manager and fetches nothing.
@@ -200,6 +201,20 @@ else
 fi
 k create ns rel-cc >/dev/null
 check "ClusterClass harvester-rke2: kubectl apply --dry-run=server" k apply --dry-run=server -n rel-cc -f "$REL/clusterclass-harvester-rke2.yaml"
+if NAMESPACE=rel-cc CLUSTER_NAME=c-cc CLUSTERCTL_DISABLE_VERSIONCHECK=true "${cc[@]}" generate yaml \
+  --from "$REL/machinehealthcheck-harvester-rke2.yaml" >"$work/mhc.yaml" 2>"$work/err"; then
+  check "MachineHealthChecks: kubectl apply --dry-run=server (Cluster API's webhooks)" k apply --dry-run=server -f "$work/mhc.yaml"
+else
+  fail "clusterctl generate yaml --from machinehealthcheck-harvester-rke2.yaml: $(cat "$work/err")"
+fi
+# Cluster API's webhook judges the values: a timeout that is no duration is refused.
+NAMESPACE=rel-cc CLUSTER_NAME=c-cc MHC_UNHEALTHY_TIMEOUT=5 CLUSTERCTL_DISABLE_VERSIONCHECK=true "${cc[@]}" generate yaml \
+  --from "$REL/machinehealthcheck-harvester-rke2.yaml" >"$work/mhc-bad.yaml" 2>/dev/null
+if k apply --dry-run=server -f "$work/mhc-bad.yaml" >"$work/mhc-bad.log" 2>&1; then
+  fail "a MachineHealthCheck with timeout 5 (no unit) was accepted"
+else
+  pass "a MachineHealthCheck with a bad timeout is refused: $(head -c 200 "$work/mhc-bad.log")"
+fi
 "$HELM" template caphv "$chart" -n rel-cc --set clusterClass.enabled=true --show-only templates/clusterclass.yaml >"$work/cc.yaml"
 check "helm template clusterClass.enabled=true: the ClusterClass, --dry-run=server" k apply --dry-run=server -f "$work/cc.yaml"
 
