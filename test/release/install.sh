@@ -201,19 +201,25 @@ else
 fi
 k create ns rel-cc >/dev/null
 check "ClusterClass harvester-rke2: kubectl apply --dry-run=server" k apply --dry-run=server -n rel-cc -f "$REL/clusterclass-harvester-rke2.yaml"
-if NAMESPACE=rel-cc CLUSTER_NAME=c-cc CLUSTERCTL_DISABLE_VERSIONCHECK=true "${cc[@]}" generate yaml \
-  --from "$REL/machinehealthcheck-harvester-rke2.yaml" >"$work/mhc.yaml" 2>"$work/err"; then
+# The MachineHealthChecks as clusterctl renders them (generate yaml takes no --kubeconfig).
+gen_mhc() {
+  env NAMESPACE=rel-cc CLUSTER_NAME=c-cc CLUSTERCTL_DISABLE_VERSIONCHECK=true "$@" "$CLUSTERCTL" \
+    --config "$work/clusterctl.yaml" generate yaml --from "$REL/machinehealthcheck-harvester-rke2.yaml"
+}
+if gen_mhc >"$work/mhc.yaml" 2>"$work/err"; then
   check "MachineHealthChecks: kubectl apply --dry-run=server (Cluster API's webhooks)" k apply --dry-run=server -f "$work/mhc.yaml"
 else
   fail "clusterctl generate yaml --from machinehealthcheck-harvester-rke2.yaml: $(cat "$work/err")"
 fi
-# Cluster API's webhook judges the values: a timeout that is no duration is refused.
-NAMESPACE=rel-cc CLUSTER_NAME=c-cc MHC_UNHEALTHY_TIMEOUT=5 CLUSTERCTL_DISABLE_VERSIONCHECK=true "${cc[@]}" generate yaml \
-  --from "$REL/machinehealthcheck-harvester-rke2.yaml" >"$work/mhc-bad.yaml" 2>/dev/null
-if k apply --dry-run=server -f "$work/mhc-bad.yaml" >"$work/mhc-bad.log" 2>&1; then
-  fail "a MachineHealthCheck with timeout 5 (no unit) was accepted"
+# Cluster API's webhook judges the values: a maxUnhealthy that is no number or percentage.
+if ! gen_mhc MHC_MAX_UNHEALTHY=most >"$work/mhc-bad.yaml" 2>"$work/err"; then
+  fail "clusterctl generate yaml (MHC_MAX_UNHEALTHY=most): $(cat "$work/err")"
+elif k apply --dry-run=server -f "$work/mhc-bad.yaml" >"$work/mhc-bad.log" 2>&1; then
+  fail "a MachineHealthCheck with maxUnhealthy 'most' was accepted"
+elif grep -q 'spec.maxUnhealthy: Invalid value' "$work/mhc-bad.log"; then
+  pass "a MachineHealthCheck with a bad maxUnhealthy is refused"
 else
-  pass "a MachineHealthCheck with a bad timeout is refused: $(head -c 200 "$work/mhc-bad.log")"
+  fail "the MachineHealthCheck with maxUnhealthy 'most' failed otherwise: $(cat "$work/mhc-bad.log")"
 fi
 "$HELM" template caphv "$chart" -n rel-cc --set clusterClass.enabled=true --show-only templates/clusterclass.yaml >"$work/cc.yaml"
 check "helm template clusterClass.enabled=true: the ClusterClass, --dry-run=server" k apply --dry-run=server -f "$work/cc.yaml"
