@@ -9,8 +9,9 @@
 //
 // Upstream's HarvesterClusterTemplate carries the placeholder endpoint
 // 0.0.0.0:6443, which the Cluster API topology controller puts back whenever
-// CAPHV writes the load balancer's address (docs/differences.md, "The
-// control-plane endpoint").
+// CAPHV writes the load balancer's address: once the Cluster holds the
+// address, CAPHV leaves the placeholder alone and the HarvesterCluster's spec
+// settles (docs/differences.md, "The control-plane endpoint").
 //
 // The archive: $CAPHV_GO_PROVIDER_SOURCE (the archive or its unpacked tree),
 // else $CAPHV_THIRD_PARTY/, else ../shared/third_party/ next to the checkout;
