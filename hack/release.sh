@@ -9,6 +9,8 @@
 #   clusterclass-harvester-rke2.yaml the ClusterClass (templates/)
 #   clusterresourceset-*.yaml        the addons of the ClusterClass's clusters: the Harvester
 #                                    cloud provider and CSI driver (templates/)
+#   machinehealthcheck-harvester-rke2.yaml
+#                                    the MachineHealthChecks of such a cluster (templates/)
 #   capiprovider-harvester.yaml      a Rancher Turtles CAPIProvider for this release
 #   caphv-<semver>.tgz               the Helm chart (chart/caphv), version = the release's
 #   caphv-dashboard.json             the Grafana dashboard (config/grafana/)
@@ -75,11 +77,12 @@ awk '
   END { if (done != 1) { print "release: expected one -v=N argument in the Deployment, found " done + 0 > "/dev/stderr"; exit 1 } }
 ' "$work/components.yaml" >"$out/infrastructure-components.yaml"
 
-# --- clusterctl metadata, flavors, ClusterClass and its addons.
+# --- clusterctl metadata, flavors, ClusterClass, its addons, MachineHealthChecks.
 cp "$root/metadata.yaml" "$out/"
 cp "$root"/templates/cluster-template*.yaml "$out/"
 cp "$root/templates/clusterclass-harvester-rke2.yaml" "$out/"
 cp "$root"/templates/clusterresourceset-*.yaml "$out/"
+cp "$root/templates/machinehealthcheck-harvester-rke2.yaml" "$out/"
 
 # --- The Turtles CAPIProvider.
 cat >"$out/capiprovider-harvester.yaml" <<YAML

@@ -272,6 +272,20 @@ class Planner {
       return false;
     }
     const harvester::Endpoint& got = *obs_.lb->endpoint;
+    if (!endpoint_set && obs_.cluster_endpoint == got) {
+      // The placeholder is back after the address was written, and the
+      // Cluster holds the address already: the placeholder belongs to a
+      // ClusterClass template (the Go provider's has 0.0.0.0:6443), whose
+      // topology controller puts it back after every write. Writing again
+      // would only flap the spec between the two for as long as the cluster
+      // lives; the Cluster never takes another endpoint.
+      endpoint = got;
+      Mark(kLoadBalancerReady, true, "LoadBalancerReady",
+           "LoadBalancer " + where + " has address " + got.host +
+               ", the Cluster's endpoint (spec.controlPlaneEndpoint keeps the placeholder of "
+               "its template)");
+      return true;
+    }
     if (!endpoint_set) {
       // Set once; from then on spec.controlPlaneEndpoint is never changed.
       Object patch = {

@@ -16,7 +16,9 @@
 //   IPPools CAPHV creates from inline specs (never one of another cluster)
 //   -> control-plane LoadBalancer (never one of another cluster) ->
 //   spec.controlPlaneEndpoint from its address, set once and never changed
-//   (a user-set endpoint is respected and no load balancer is made) ->
+//   (a user-set endpoint is respected and no load balancer is made; a
+//   placeholder a ClusterClass template keeps putting back is left alone
+//   once the Cluster holds the address) ->
 //   status.ready / initialization.provisioned -> cloud-provider credentials
 //   (while the token Secret is missing: ServiceAccount, whose uid the token
 //   Secret needs, RoleBinding, ClusterRoleBinding, token Secret) -> the
@@ -140,6 +142,9 @@ struct ClusterObservation {
   bool has_finalizer = false;  // ours or the Go provider's name
   bool paused = false;
   std::string cluster_name;  // the owner Cluster ("" until Cluster API sets it)
+  // The owner Cluster's spec.controlPlaneEndpoint, when Cluster API copied a
+  // real one (not empty, 0.0.0.0 or ::); it never changes it again.
+  std::optional<harvester::Endpoint> cluster_endpoint;
   // The id recorded on the HarvesterCluster (kAnnotationManagementClusterId),
   // else the current management cluster's.
   std::string management_cluster_id;

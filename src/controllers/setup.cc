@@ -65,7 +65,8 @@ kube::Predicates ClusterFieldsChanged() {
   auto relevant = [](const Object& c) {
     return std::make_tuple(ClusterInfrastructureReady(c), ClusterControlPlaneInitialized(c),
                            IsPaused(&c, c), IsDeleting(c),
-                           Str(c, {"spec", "infrastructureRef", "name"}));
+                           Str(c, {"spec", "infrastructureRef", "name"}),
+                           Str(c, {"spec", "controlPlaneEndpoint", "host"}));
   };
   kube::Predicates p;
   p.update = [relevant](const Object& old_obj, const Object& new_obj) {

@@ -13,7 +13,8 @@ check "SHA256SUMS lists every file and matches" bash -c "cd '$REL' && sha256sum 
 for f in infrastructure-components.yaml metadata.yaml cluster-template.yaml cluster-template-rke2.yaml \
   cluster-template-rke2-dhcp.yaml cluster-template-kubeadm.yaml clusterclass-harvester-rke2.yaml \
   clusterresourceset-harvester-cloud-provider.yaml clusterresourceset-harvester-csi-driver.yaml \
-  capiprovider-harvester.yaml "caphv-${VERSION#v}.tgz" caphv-dashboard.json caphv-alerts.yaml; do
+  machinehealthcheck-harvester-rke2.yaml capiprovider-harvester.yaml "caphv-${VERSION#v}.tgz" \
+  caphv-dashboard.json caphv-alerts.yaml; do
   [ -s "$REL/$f" ] || fail "the release has no $f"
 done
 
@@ -72,6 +73,39 @@ PY
 else
   fail "infrastructure-components.yaml differs from kubectl kustomize config/default"
 fi
+
+# --- The MachineHealthChecks: clusterctl renders them; the defaults are the operations
+# guide's settings, each variable reaches both checks.
+mhc=$REL/machinehealthcheck-harvester-rke2.yaml
+check "machinehealthcheck-harvester-rke2.yaml: clusterctl lists its variables" bash -c \
+  "CLUSTERCTL_DISABLE_VERSIONCHECK=true '$CLUSTERCTL' --config '$work/clusterctl.yaml' generate yaml --from '$mhc' --list-variables |
+   tr -d ' ' | grep -x -- '-[A-Z_]*' | tr '\n' ' ' | grep -qx -- '-CLUSTER_NAME -MHC_MAX_UNHEALTHY -MHC_NODE_STARTUP_TIMEOUT -MHC_UNHEALTHY_TIMEOUT -NAMESPACE '"
+for variant in defaults set; do
+  vars=(NAMESPACE=team-a CLUSTER_NAME=c1)
+  [ "$variant" = set ] && vars+=(MHC_MAX_UNHEALTHY=2 MHC_NODE_STARTUP_TIMEOUT=3m MHC_UNHEALTHY_TIMEOUT=45s)
+  if ! env CLUSTERCTL_DISABLE_VERSIONCHECK=true "${vars[@]}" "${cc[@]}" generate yaml --from "$mhc" \
+    >"$work/mhc-$variant.yaml" 2>"$work/err"; then
+    fail "clusterctl generate yaml --from machinehealthcheck-harvester-rke2.yaml ($variant): $(cat "$work/err")"; continue
+  fi
+  check "machinehealthcheck-harvester-rke2.yaml ($variant): workers and control plane of c1" \
+    python3 - "$work/mhc-$variant.yaml" "$variant" <<'PY'
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+want = ("34%", "20m", "5m") if sys.argv[2] == "defaults" else (2, "3m", "45s")
+assert [(d["kind"], d["metadata"]["name"], d["metadata"]["namespace"]) for d in docs] == [
+    ("MachineHealthCheck", "c1-workers", "team-a"), ("MachineHealthCheck", "c1-control-plane", "team-a")], docs
+for d in docs:
+    s = d["spec"]
+    assert s["clusterName"] == "c1", s
+    assert (s["maxUnhealthy"], s["nodeStartupTimeout"]) == want[:2], s
+    assert s["unhealthyConditions"] == [{"type": "Ready", "status": "False", "timeout": want[2]},
+                                        {"type": "Ready", "status": "Unknown", "timeout": want[2]}], s
+# Workers: the Machines of every MachineDeployment of the topology; control plane: its Machines.
+assert docs[0]["spec"]["selector"] == {"matchExpressions": [
+    {"key": "topology.cluster.x-k8s.io/deployment-name", "operator": "Exists"}]}, docs[0]["spec"]["selector"]
+assert docs[1]["spec"]["selector"] == {"matchLabels": {"cluster.x-k8s.io/control-plane": ""}}, docs[1]["spec"]["selector"]
+PY
+done
 
 check "metadata.yaml: series 0.3, 0.2, 0.1 -> v1beta1" python3 - "$REL/metadata.yaml" "$VERSION" <<'PY'
 import sys, yaml

@@ -3,9 +3,10 @@
 #   1. clusterctl init --infrastructure harvester:<version> from a local clusterctl repository
 #      creates every object of the operations guide, with its names;
 #   2. helm template (each value combination) passes kubectl apply --dry-run=server;
-#   3. clusterctl generate cluster, every flavor, the ClusterClass and its addons (clusterctl
-#      generate yaml) pass kubectl apply --dry-run=server with CAPHV's webhooks served (caphv-manager
-#      --enable-webhooks), Cluster API's, and the RKE2 and kubeadm CRDs; a bad value is refused.
+#   3. clusterctl generate cluster, every flavor, the ClusterClass, its addons and the
+#      MachineHealthChecks (clusterctl generate yaml) pass kubectl apply --dry-run=server with
+#      CAPHV's webhooks served (caphv-manager --enable-webhooks), Cluster API's, and the RKE2 and
+#      kubeadm CRDs; a bad value is refused.
 # The bed runs Cluster API without clusterctl: the test records it in clusterctl's inventory
 # (a Provider cluster-api, whose metadata the local repository holds) so that init adds only
 # CAPHV, and adds cert-manager's CRDs so that init finds cert-manager and fetches nothing.
@@ -209,6 +210,26 @@ for addon in harvester-cloud-provider harvester-csi-driver; do
     fail "clusterctl generate yaml --from clusterresourceset-$addon.yaml: $(cat "$work/err")"
   fi
 done
+# The MachineHealthChecks as clusterctl renders them (generate yaml takes no --kubeconfig).
+gen_mhc() {
+  env NAMESPACE=rel-cc CLUSTER_NAME=c-cc CLUSTERCTL_DISABLE_VERSIONCHECK=true "$@" "$CLUSTERCTL" \
+    --config "$work/clusterctl.yaml" generate yaml --from "$REL/machinehealthcheck-harvester-rke2.yaml"
+}
+if gen_mhc >"$work/mhc.yaml" 2>"$work/err"; then
+  check "MachineHealthChecks: kubectl apply --dry-run=server (Cluster API's webhooks)" k apply --dry-run=server -f "$work/mhc.yaml"
+else
+  fail "clusterctl generate yaml --from machinehealthcheck-harvester-rke2.yaml: $(cat "$work/err")"
+fi
+# Cluster API's webhook judges the values: a maxUnhealthy that is no number or percentage.
+if ! gen_mhc MHC_MAX_UNHEALTHY=most >"$work/mhc-bad.yaml" 2>"$work/err"; then
+  fail "clusterctl generate yaml (MHC_MAX_UNHEALTHY=most): $(cat "$work/err")"
+elif k apply --dry-run=server -f "$work/mhc-bad.yaml" >"$work/mhc-bad.log" 2>&1; then
+  fail "a MachineHealthCheck with maxUnhealthy 'most' was accepted"
+elif grep -q 'spec.maxUnhealthy: Invalid value' "$work/mhc-bad.log"; then
+  pass "a MachineHealthCheck with a bad maxUnhealthy is refused"
+else
+  fail "the MachineHealthCheck with maxUnhealthy 'most' failed otherwise: $(cat "$work/mhc-bad.log")"
+fi
 "$HELM" template caphv "$chart" -n rel-cc --set clusterClass.enabled=true --show-only templates/clusterclass.yaml >"$work/cc.yaml"
 check "helm template clusterClass.enabled=true: the ClusterClass, --dry-run=server" k apply --dry-run=server -f "$work/cc.yaml"
 

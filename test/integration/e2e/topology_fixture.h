@@ -46,22 +46,23 @@ class TopologyFixture : public E2ETest {
     if (ns_) E2ETest::TearDown();
   }
 
-  // kubectl apply -n <ns> -f <file of the repository>, as the guides say.
-  void ApplyClusterClass() {
+  // kubectl apply -n <ns> -f <file>, as the guides say: by default CAPHV's
+  // ClusterClass of the repository. Waits until Cluster API reconciled the
+  // class `name` (its variables).
+  void ApplyClusterClass(const std::string& file = caphv::testing::SourcePath(
+                             "templates/clusterclass-harvester-rke2.yaml"),
+                         const std::string& name = "harvester-rke2") {
     const std::string kubectl =
         "kubectl --kubeconfig '" + Testbed::Get().KubeconfigPath(caphv::testing::kMgmt) + "' ";
     std::string out;
     ASSERT_EQ(
-        caphv::testing::RunCommand(
-            kubectl + "apply -n " + ns() + " -f " +
-                caphv::testing::SourcePath("templates/clusterclass-harvester-rke2.yaml") + " 2>&1",
-            &out),
+        caphv::testing::RunCommand(kubectl + "apply -n " + ns() + " -f '" + file + "' 2>&1", &out),
         0)
         << out;
     Object cc;
     ASSERT_TRUE(Eventually(
         [&] {
-          auto got = mgmt_->Get(kClusterClasses, ns(), "harvester-rke2");
+          auto got = mgmt_->Get(kClusterClasses, ns(), name);
           if (!got.ok()) return false;
           cc = *got;
           return cc["status"].value("observedGeneration", 0) ==

@@ -192,6 +192,32 @@ TEST(ClusterPlanTest, TheEndpointIsNeverChangedOnceSet) {
   EXPECT_TRUE(p.status.ready.value_or(false));
 }
 
+// The Go provider's ClusterClass template sets the placeholder 0.0.0.0:6443,
+// and Cluster API's topology controller puts it back after every write of the
+// address. Once the Cluster holds the address, the placeholder is left alone.
+TEST(ClusterPlanTest, APlaceholderPutBackIsLeftAloneOnceTheClusterHoldsTheAddress) {
+  auto o = Base();
+  o.hc.spec.control_plane_endpoint = api::APIEndpoint{"0.0.0.0", 6443};
+  o.hc.status.ready = true;
+  o.lb = ReadyLb("10.8.0.5");
+  // The Cluster has not taken an endpoint yet: the address is written.
+  auto p = PlanCluster(o);
+  ASSERT_TRUE(p.action);
+  EXPECT_EQ(p.action->kind, K::kSetControlPlaneEndpoint);
+  // Another endpoint on the Cluster (the user's): the address is written too.
+  o.cluster_endpoint = harvester::Endpoint{"10.8.0.99", 6443};
+  p = PlanCluster(o);
+  ASSERT_TRUE(p.action);
+  EXPECT_EQ(p.action->kind, K::kSetControlPlaneEndpoint);
+  // The Cluster holds the load balancer's address: nothing is written, ready.
+  o.cluster_endpoint = harvester::Endpoint{"10.8.0.5", 6443};
+  p = PlanCluster(o);
+  EXPECT_FALSE(p.action);
+  EXPECT_TRUE(p.status.ready.value_or(false));
+  EXPECT_EQ(Reason(p, kLoadBalancerReady), "LoadBalancerReady");
+  EXPECT_EQ(Reason(p, api::kReadyCondition), "Ready");
+}
+
 TEST(ClusterPlanTest, AUserSetEndpointIsRespectedAndNoLoadBalancerIsMade) {
   auto o = Base();
   o.hc.spec.control_plane_endpoint = api::APIEndpoint{"api.example.com", 443};
