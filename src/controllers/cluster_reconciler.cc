@@ -68,6 +68,13 @@ kube::Result HarvesterClusterReconciler::Reconcile(const kube::Request& req) {
       result = Report(r, o, std::move(plan), &action, st);
       break;
     }
+    // That action wrote this plan's conditions: the next plan sees no
+    // transition in them, so their warnings are recorded now.
+    if (action.kind == ClusterActionKind::kRecordConnection) {
+      for (const auto& e : plan.events) {
+        if (e.warning) Emit(r, e);
+      }
+    }
   }
   metrics::ObserveClusterReconcile(
       o.deleting ? metrics::Operation::kDelete : metrics::Operation::kNormal, SecondsSince(start));
