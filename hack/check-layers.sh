@@ -12,6 +12,7 @@
 #   src/webhooks    kube, api, harvester, webhooks
 #   src/workload    kube, api, workload
 #   src/controllers kube, api, harvester, webhooks, workload, controllers
+#   src/generate    kube, api, harvester, generate
 #   cmd             everything but test/
 #
 # and nothing under src/ includes sim/ or test/ (test tooling on top).
@@ -46,6 +47,7 @@ allowed() {
     src/webhooks) [[ $to =~ ^src/(kube|api|harvester)$ ]] ;;
     src/workload) [[ $to =~ ^src/(kube|api)$ ]] ;;
     src/controllers) [[ $to =~ ^src/(kube|api|harvester|webhooks|workload)$ ]] ;;
+    src/generate) [[ $to =~ ^src/(kube|api|harvester)$ ]] ;;
     src/*) [[ $to == src/* ]] ;;  # a new folder: at least never sim/ or test/
     cmd) [[ $to != test ]] ;;
     *) return 0 ;;

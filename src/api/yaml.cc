@@ -135,8 +135,13 @@ void Emit(YAML::Emitter& out, const Json& j) {
       return;
     case Json::value_t::string: {
       const std::string& s = j.get_ref<const std::string&>();
-      if (s.find('\n') != std::string::npos) {
+      // A literal block keeps exactly one final line break ("|"): other
+      // multi-line strings are double-quoted, so that they read back as given.
+      const bool one_final_break = s.ends_with('\n') && (s.size() < 2 || s[s.size() - 2] != '\n');
+      if (s.find('\n') != std::string::npos && one_final_break) {
         out << YAML::Literal << s;
+      } else if (s.find('\n') != std::string::npos) {
+        out << YAML::DoubleQuoted << s;
       } else if (!ResolvePlain(s).is_string()) {
         out << YAML::DoubleQuoted << s;
       } else {

@@ -157,7 +157,8 @@ TEST(YamlTest, ScalarsResolveLikeKubernetes) {
 
 TEST(YamlTest, ToYamlRoundTrips) {
   Json j = {{"strings", Json::array({"true", "1", "", "null", "1.5", "yes", "~", "a: b", "- x",
-                                     "multi\nline\n", "#hash", "'q'", "\"dq\"", "ok"})},
+                                     "multi\nline\n", "no\nfinal break", "two\nbreaks\n\n", "#hash",
+                                     "'q'", "\"dq\"", "ok"})},
             {"numbers", Json::array({0, -1, 42, 1.25})},
             {"bools", Json::array({true, false})},
             {"empty", Json::object()},
@@ -169,6 +170,11 @@ TEST(YamlTest, ToYamlRoundTrips) {
   ASSERT_TRUE(back.ok()) << back.status().ToString() << "\n" << ToYaml(j);
   ASSERT_EQ(back->size(), 1u);
   EXPECT_EQ(back->front(), j) << ToYaml(j);
+}
+
+TEST(YamlTest, MultiLineStringsAreLiteralBlocksWhenTheyEndWithOneLineBreak) {
+  EXPECT_EQ(ToYaml(Json{{"a", "x\ny\n"}}), "a: |\n  x\n  y\n\n");
+  EXPECT_EQ(ToYaml(Json{{"a", "x\ny"}}), "a: \"x\\ny\"\n");
 }
 
 TEST(YamlTest, SyntaxErrorIsAStatus) {

@@ -1,0 +1,45 @@
+// File: cmd/caphv/doctor_command.h
+//
+// `caphv doctor`: checks, against a Harvester kubeconfig and optionally the
+// management cluster's, what a Cluster of the ClusterClass harvester-rke2
+// needs (docs/cli.md). One line per check, ✓ or ✗ with the fix; the exit
+// code is the number of failures; -o json prints them as JSON instead.
+
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "api/fields.h"
+
+namespace caphv::cli {
+
+struct DoctorFlags {
+  std::string harvester_kubeconfig;
+  std::string kubeconfig;      // management cluster; empty: its checks are skipped
+  std::string ns = "default";  // management namespace of the ClusterClass
+  std::string cls = "harvester-rke2";
+  std::string image, ssh_keypair, network;  // namespace/name; empty: not checked
+  std::string ip_pools;                     // comma-separated
+  int replicas = 5;                         // machines the pools must hold
+  std::string output = "text";              // text or json
+};
+
+struct Check {
+  std::string name;
+  bool ok = false;
+  std::string detail;    // what was found
+  std::string fix;       // when not ok
+  bool warning = false;  // ok, but worth a look (an identity expiring soon)
+};
+
+CLI::App* AddDoctorCommand(CLI::App& app, DoctorFlags& flags);
+
+// The report: "✓ name: detail" / "✗ name: detail; fix: ..." lines, or JSON.
+std::string RenderChecks(const std::vector<Check>& checks, bool json);
+
+int RunDoctor(const DoctorFlags& flags, std::ostream& out, std::ostream& err);
+
+}  // namespace caphv::cli
