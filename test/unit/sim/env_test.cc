@@ -32,12 +32,13 @@ TEST(Manifests, CrdsCoverHarvesterKinds) {
   ASSERT_TRUE(crds.ok()) << crds.status().ToString();
   std::set<std::string> names;
   for (const auto& c : *crds) names.insert(kube::NameOf(c));
-  EXPECT_EQ(names, (std::set<std::string>{
-                       "virtualmachines.kubevirt.io", "virtualmachineinstances.kubevirt.io",
-                       "virtualmachineimages.harvesterhci.io", "keypairs.harvesterhci.io",
-                       "settings.harvesterhci.io", "ippools.loadbalancer.harvesterhci.io",
-                       "loadbalancers.loadbalancer.harvesterhci.io",
-                       "network-attachment-definitions.k8s.cni.cncf.io"}));
+  EXPECT_EQ(names,
+            (std::set<std::string>{
+                "virtualmachines.kubevirt.io", "virtualmachineinstances.kubevirt.io",
+                "virtualmachineimages.harvesterhci.io", "keypairs.harvesterhci.io",
+                "settings.harvesterhci.io", "ippools.loadbalancer.harvesterhci.io",
+                "loadbalancers.loadbalancer.harvesterhci.io",
+                "network-attachment-definitions.k8s.cni.cncf.io", "tokens.management.cattle.io"}));
   for (const auto& c : *crds) {
     const auto& versions = c["spec"]["versions"];
     for (const auto& v : versions) {
