@@ -53,6 +53,7 @@ CAPHV_GO_VERSION=v0.2.9
 CERT_MANAGER_VERSION=v1.18.2
 HELM_VERSION=v3.19.5
 PROMETHEUS_OPERATOR_VERSION=v0.85.0
+KWOK_VERSION=v0.7.0
 third_party=${CAPHV_THIRD_PARTY:-$root/../shared/third_party}
 caphv_go_tarball=$third_party/cluster-api-provider-harvester-$CAPHV_GO_VERSION.tar.gz
 RKE2_VERSION=v0.21.1
@@ -252,7 +253,7 @@ build() {
 }
 
 families=("$@")
-[ "${#families[@]}" -eq 0 ] && families=(kube etcd capi caphv-go rke2 cert-manager helm prometheus-operator)
+[ "${#families[@]}" -eq 0 ] && families=(kube etcd capi caphv-go rke2 cert-manager helm prometheus-operator kwok)
 
 for f in "${families[@]}"; do
   case $f in
@@ -328,6 +329,25 @@ for f in "${families[@]}"; do
       fetch_prometheus_operator_crds
       mkdir -p "$cache/bin/current"
       ln -sfn "$(bin_dir prometheus-operator "$PROMETHEUS_OPERATOR_VERSION")/crds" "$cache/bin/current/prometheus-operator-crds"
+      ;;
+    kwok)
+      # kwok's kubelet server plays the simulated nodes' kubelet API (pod
+      # port-forward to the simulator's etcd members); its PortForward CRD too.
+      build kwok "$KWOK_VERSION" "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=$KWOK_VERSION" "" \
+        "kwok=sigs.k8s.io/kwok/cmd/kwok"
+      dir=$(bin_dir kwok "$KWOK_VERSION")
+      if [ ! -d "$dir/crds" ]; then
+        require_go
+        src=$(cd "$root/tools/testbins/kwok" && go mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION" |
+          sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+        mkdir -p "$dir/crds.tmp"
+        cp "$src/kustomize/crd/bases/kwok.x-k8s.io_portforwards.yaml" "$dir/crds.tmp/"
+        chmod -R u+w "$dir/crds.tmp"
+        mv "$dir/crds.tmp" "$dir/crds"
+      fi
+      mkdir -p "$cache/bin/current"
+      ln -sfn "$dir/kwok" "$cache/bin/current/kwok"
+      ln -sfn "$dir/crds" "$cache/bin/current/kwok-crds"
       ;;
     *) echo "testbins: unknown family '$f'" >&2; exit 2 ;;
   esac

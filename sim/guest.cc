@@ -22,6 +22,8 @@ using namespace internal;  // NOLINT(google-build-using-namespace)
 namespace {
 
 const kube::GroupVersionResource kPods{"", "v1", "pods", true};
+const kube::GroupVersionResource kPortForwards{"kwok.x-k8s.io", "v1alpha1", "portforwards", true};
+constexpr char kEtcdHttpAnnotation[] = "sim.caphv.io/etcd-http";
 constexpr auto kHeartbeat = std::chrono::seconds(10);
 constexpr char kClusterIdLabel[] = "harvester.infrastructure.cluster.x-k8s.io/cluster-id";
 constexpr char kGuestClusterLabel[] = "guestcluster.harvesterhci.io/name";
@@ -208,7 +210,11 @@ Status Simulator::RenewLease(const std::string& vm_key, const Object& node, mill
 Status Simulator::EnsureServerObjects(const std::string& vm_key, const Guest& guest,
                                       const Object& node, const std::string& ip) {
   const Rke2Config& c = *guest.rke2;
+  const bool etcd_removed = node["metadata"]
+                                .value("annotations", Object::object())
+                                .contains(kEtcdRemovedNodeNameAnnotation);
   for (const auto& component : StaticPodComponents(c)) {
+    if (component == "etcd" && etcd_removed) continue;
     Object pod = BuildMirrorPod(component, guest.node, kube::UidOf(node), ip, c);
     const Object status = pod["status"];
     pod.erase("status");
@@ -251,25 +257,175 @@ Status Simulator::EnsureServerObjects(const std::string& vm_key, const Guest& gu
   return {};
 }
 
+std::string Simulator::KubeletReachable(const std::string& host) {
+  std::lock_guard lock(mu_);
+  for (const auto& [key, g] : guests_) {
+    bool match = g.node == host;
+    if (auto ips = vm_ips_.find(key); !match && ips != vm_ips_.end())
+      match = ips->second.contains(host);
+    if (!match) continue;
+    const auto req = kube::Request::FromKey(key);
+    auto vm = vms_->store().Get(req.ns, req.name);
+    if (!vm || Deleting(*vm)) return "guest " + host + " is gone";
+    if (GuestDied(*vm)) return "guest " + host + " does not answer (dead)";
+    auto vmi = vmis_->store().Get(req.ns, req.name);
+    if (!vmi || StatusOf(*vmi).value("phase", "") != "Running")
+      return "guest " + host + " is not running";
+    return "";
+  }
+  return "no guest " + host;
+}
+
+Status Simulator::EnsureEtcd(const Object& vm, const std::string& vm_key, const Guest& guest,
+                             const Object& node, milliseconds* requeue) {
+  if (!etcd_->enabled()) return {};
+  const Object annotations = node["metadata"].value("annotations", Object::object());
+  if (annotations.contains(kEtcdRemovedNodeNameAnnotation)) return {};  // RKE2 stopped it
+  const std::string member = annotations.value(kEtcdNodeNameAnnotation, "");
+  if (member.empty()) return {};
+  const std::string cluster = ClusterKey(vm);
+  auto ep =
+      etcd_->Ensure(cluster, member, guest.rke2->etcd_server_ca, guest.rke2->etcd_server_ca_key);
+  if (!ep.ok()) {
+    if (ep.status().code() == kube::StatusCode::kInternal) return ep.status();
+    if (ep.status().code() == kube::StatusCode::kConflict) return {};  // removed: RKE2 stopped it
+    bool changed = false;
+    {
+      std::lock_guard lock(mu_);
+      auto& g = guests_[vm_key];
+      changed = g.etcd_wait != ep.status().message();
+      g.etcd_wait = ep.status().message();
+    }
+    if (changed) {
+      log_.Info("etcd member not up yet", {{"node", guest.node}, {"why", ep.status().message()}});
+    }
+    *requeue = milliseconds(500);
+    return {};
+  }
+  {
+    std::lock_guard lock(mu_);
+    auto& g = guests_[vm_key];
+    g.etcd_cluster = cluster;
+    g.etcd_member = member;
+  }
+  if (!ep->voter) *requeue = milliseconds(300);  // promote once caught up
+  // kwok's kubelet server forwards the pod's port 2379 to the member.
+  const std::string pod = "etcd-" + guest.node;
+  const std::string http = "http://127.0.0.1:" + std::to_string(ep->http_port);
+  Object pf = {
+      {"apiVersion", "kwok.x-k8s.io/v1alpha1"},
+      {"kind", "PortForward"},
+      {"metadata",
+       {{"name", pod},
+        {"namespace", "kube-system"},
+        {"annotations", {{kEtcdHttpAnnotation, http}}},
+        {"ownerReferences", Object::array({{{"apiVersion", "v1"},
+                                            {"kind", "Node"},
+                                            {"name", Name(node)},
+                                            {"uid", kube::UidOf(node)}}})}}},
+      {"spec",
+       {{"forwards",
+         Object::array({{{"ports", Object::array({2379})},
+                         {"target", {{"address", "127.0.0.1"}, {"port", ep->client_port}}}}})}}}};
+  auto existing = w_->Get(kPortForwards, "kube-system", pod);
+  if (existing.ok() &&
+      (*existing)["metadata"]
+              .value("annotations", Object::object())
+              .value(kEtcdHttpAnnotation, "") == http &&
+      (*existing)["metadata"].value("ownerReferences", Object::array()) ==
+          pf["metadata"]["ownerReferences"]) {
+    return {};
+  }
+  if (existing.ok()) {
+    auto d = w_->Delete(kPortForwards, "kube-system", pod);
+    if (!d.ok() && !d.IsNotFound()) return d;
+  } else if (!existing.status().IsNotFound()) {
+    return existing.status();
+  }
+  auto created = w_->Create(kPortForwards, "kube-system", pf, {.field_manager = "rke2"});
+  if (!created.ok() && !created.status().IsAlreadyExists()) return created.status();
+  log_.Info("etcd member running",
+            {{"node", guest.node},
+             {"member", member},
+             {"client", "https://127.0.0.1:" + std::to_string(ep->client_port)}});
+  return {};
+}
+
+Status Simulator::HandleEtcdRemoval(const Object& vm, const Object& node, milliseconds* requeue) {
+  const Object annotations = node["metadata"].value("annotations", Object::object());
+  if (annotations.value(kEtcdRemoveAnnotation, "") != "true" ||
+      annotations.contains(kEtcdRemovedNodeNameAnnotation)) {
+    return {};
+  }
+  const std::string member = annotations.value(kEtcdNodeNameAnnotation, "");
+  if (!etcd_->enabled() || member.empty()) return {};
+  Status s = etcd_->Remove(ClusterKey(vm), member);
+  if (s.code() == kube::StatusCode::kConflict) {
+    GuestEvent(vm, kube::EventType::kWarning, "RKE2EtcdMemberNotRemoved", s.message());
+    *requeue = std::chrono::seconds(10);
+    return {};
+  }
+  if (!s.ok()) {
+    log_.Info("etcd member not removed yet", {{"node", Name(node)}, {"why", s.message()}});
+    *requeue = std::chrono::seconds(1);
+    return {};
+  }
+  CAPHV_RETURN_IF_ERROR(Fault("record etcd member removal"));
+  auto p = w_->Patch(kube::resources::kNodes, "", Name(node), kube::PatchType::kMerge,
+                     {{"metadata",
+                       {{"annotations",
+                         {{kEtcdRemovedNodeNameAnnotation, member},
+                          {kEtcdNodeNameAnnotation, nullptr},
+                          {kEtcdNodeAddressAnnotation, nullptr}}}}}},
+                     {.field_manager = "rke2"});
+  if (!p.ok() && !p.status().IsNotFound()) return p.status();
+  // RKE2 stops the removed member's static pod: its mirror pod and the
+  // port-forward to it go (a port-forward to it now fails at once).
+  for (const auto& gvr : {kPods, kPortForwards}) {
+    Status d = IgnoreNotFound(w_->Delete(gvr, "kube-system", "etcd-" + Name(node)));
+    if (!d.ok()) return d;
+  }
+  log_.Info("Removed etcd member", {{"node", Name(node)}, {"member", member}});
+  GuestEvent(vm, kube::EventType::kNormal, "RKE2EtcdMemberRemoved",
+             "etcd member " + member + " of Node " + Name(node) + " removed");
+  return {};
+}
+
 Status Simulator::SyncNode(const Object& vm, Stage stage, const std::vector<Nic>& nics,
                            milliseconds* requeue) {
   const std::string key = kube::KeyOf(vm);
   const std::string node_name = NodeNameFor(key, Name(vm));
   auto node = nodes_->store().Get(node_name);
+  if (node) CAPHV_RETURN_IF_ERROR(HandleEtcdRemoval(vm, *node, requeue));
   if (stage == Stage::kStopped) {
+    std::string etcd_cluster, etcd_member;
     {
       std::lock_guard lock(mu_);
       if (auto g = guests_.find(key); g != guests_.end()) {
         g->second.server_objects = false;
         g->second.renewed = {};
+        etcd_cluster = g->second.etcd_cluster;
+        etcd_member = g->second.etcd_member;
       }
     }
+    if (!etcd_member.empty()) etcd_->Kill(etcd_cluster, etcd_member);  // powered off
     if (!node) return {};
     CAPHV_RETURN_IF_ERROR(Fault("delete Node"));
     return IgnoreNotFound(w_->Delete(kube::resources::kNodes, "", node_name));
   }
   if (stage == Stage::kScheduling) return {};
-  if (GuestDied(vm)) return {};  // a dead guest's kubelet writes nothing
+  if (GuestDied(vm)) {  // a dead guest's kubelet writes nothing; its etcd is gone
+    std::string etcd_cluster, etcd_member;
+    {
+      std::lock_guard lock(mu_);
+      if (auto g = guests_.find(key); g != guests_.end()) {
+        etcd_cluster = g->second.etcd_cluster;
+        etcd_member = g->second.etcd_member;
+      }
+    }
+    if (!etcd_member.empty()) etcd_->Kill(etcd_cluster, etcd_member);
+    return {};
+  }
   auto guest = LoadGuest(vm);
   if (!guest.ok()) {
     if (!guest.status().IsNotFound()) return guest.status();
@@ -346,6 +502,9 @@ Status Simulator::SyncNode(const Object& vm, Stage stage, const std::vector<Nic>
   }
   if (guest->rke2 && guest->rke2->role == "server" && running && !guest->server_objects) {
     CAPHV_RETURN_IF_ERROR(EnsureServerObjects(key, *guest, *node, FirstIp(nics)));
+  }
+  if (guest->rke2 && guest->rke2->etcd && running) {
+    CAPHV_RETURN_IF_ERROR(EnsureEtcd(vm, key, *guest, *node, requeue));
   }
   milliseconds lease_requeue{0};
   CAPHV_RETURN_IF_ERROR(RenewLease(key, *node, &lease_requeue));

@@ -222,8 +222,8 @@ Object BuildRke2Node(const std::string& node_name, const Rke2Config& c, const st
                         {"node.alpha.kubernetes.io/ttl", "0"},
                         {"volumes.kubernetes.io/controller-managed-attach-detach", "true"}};
   if (c.etcd) {
-    annotations["etcd.rke2.cattle.io/node-name"] = node_name + "-" + Hash8(node_name + ip);
-    annotations["etcd.rke2.cattle.io/node-address"] = ip;
+    annotations[kEtcdNodeNameAnnotation] = node_name + "-" + Hash8(node_name + ip);
+    annotations[kEtcdNodeAddressAnnotation] = ip;
   }
   return {{"apiVersion", "v1"},
           {"kind", "Node"},

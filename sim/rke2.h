@@ -43,6 +43,14 @@ inline constexpr int kRke2JoinPort = 9345;
 inline constexpr char kRke2ServingSecret[] = "rke2-serving";
 inline constexpr char kNodeLeaseNamespace[] = "kube-node-lease";
 inline constexpr int kLeaseDurationSeconds = 40;
+inline constexpr char kEtcdServerCaPath[] = "/var/lib/rancher/rke2/server/tls/etcd/server-ca.crt";
+inline constexpr char kEtcdServerCaKeyPath[] =
+    "/var/lib/rancher/rke2/server/tls/etcd/server-ca.key";
+// RKE2's etcd member annotations on a server's Node.
+inline constexpr char kEtcdNodeNameAnnotation[] = "etcd.rke2.cattle.io/node-name";
+inline constexpr char kEtcdNodeAddressAnnotation[] = "etcd.rke2.cattle.io/node-address";
+inline constexpr char kEtcdRemoveAnnotation[] = "etcd.rke2.cattle.io/remove";
+inline constexpr char kEtcdRemovedNodeNameAnnotation[] = "etcd.rke2.cattle.io/removed-node-name";
 
 // The user data a VM's cloudInitNoCloud volume carries inline (userData or
 // userDataBase64), or "".
@@ -82,6 +90,10 @@ struct Rke2Config {
   std::vector<std::string> node_labels;  // "key=value"
   std::vector<std::string> node_taints;  // "key=value:Effect" or "key:Effect"
   std::vector<std::string> tls_san;
+  // The etcd server CA (certificate and key) the bootstrap provider writes
+  // onto the cluster's first server (PEM; "" on the others).
+  std::string etcd_server_ca;
+  std::string etcd_server_ca_key;
   kube::Object config = kube::Object::object();  // config.yaml as parsed
 };
 

@@ -312,6 +312,12 @@ kube::StatusOr<std::optional<Rke2Config>> Rke2FromUserData(const std::string& us
   c.node_labels = StringList(cfg, "node-label");
   c.node_taints = StringList(cfg, "node-taint");
   c.tls_san = StringList(cfg, "tls-san");
+  if (auto ca = boot->files.find(kEtcdServerCaPath); ca != boot->files.end()) {
+    c.etcd_server_ca = ca->second;
+  }
+  if (auto key = boot->files.find(kEtcdServerCaKeyPath); key != boot->files.end()) {
+    c.etcd_server_ca_key = key->second;
+  }
   if (c.role == "server") {
     c.etcd = !Truthy(cfg, "disable-etcd");
     c.control_plane = !Truthy(cfg, "disable-apiserver");

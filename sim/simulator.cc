@@ -29,6 +29,7 @@ Simulator::Simulator(std::shared_ptr<kube::Client> harvester,
       opt_(std::move(options)),
       log_(kube::log::Root().WithName("sim")),
       rng_(std::random_device{}()) {
+  etcd_ = std::make_unique<EtcdMembers>(opt_.etcd);
   recorder_ = std::make_unique<kube::EventRecorder>(
       h_, kube::EventRecorderOptions{.component = "caphv-sim"});
   auto make = [&](const std::shared_ptr<kube::Client>& c, const kube::GroupVersionResource& gvr,
@@ -291,6 +292,17 @@ Result Simulator::DeleteVm(const std::string& key, const Object* vm) {
       log_.Info("Removed Node", {{"node", node}});
     }
   }
+  std::string etcd_cluster, etcd_member;
+  {
+    std::lock_guard lock(mu_);
+    if (auto g = guests_.find(key); g != guests_.end()) {
+      etcd_cluster = g->second.etcd_cluster;
+      etcd_member = g->second.etcd_member;
+    }
+  }
+  // The VM's disks are gone: so is its etcd data (its membership stays
+  // unless RKE2 removed it first).
+  if (etcd_ && !etcd_member.empty()) etcd_->Discard(etcd_cluster, etcd_member);
   {
     std::lock_guard lock(mu_);
     guests_.erase(key);

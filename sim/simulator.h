@@ -48,6 +48,7 @@
 #include "kube/informer.h"
 #include "kube/log.h"
 #include "sim/env.h"
+#include "sim/etcd_members.h"
 #include "sim/kubevirt.h"
 #include "sim/rke2.h"
 
@@ -63,6 +64,10 @@ struct SimOptions {
   bool cloud_provider = true;
   std::string ns;  // "" = all namespaces (minus dedicated ones)
   Environment env;
+  // etcd of RKE2 servers (one process per member); no binary = none. With
+  // it, each member's pod gets a kwok PortForward (kube-system/etcd-<node>)
+  // to the member's client port.
+  EtcdMembersOptions etcd;
 };
 
 class Simulator {
@@ -79,6 +84,10 @@ class Simulator {
   // The webhook's decision for a VirtualMachine: rejection messages (empty =
   // allowed).
   std::vector<std::string> Admit(const kube::Object& vm);
+
+  // For the kubelet proxy: "" when `host` (a Node name or address) is a
+  // running guest whose kubelet answers, else why it does not.
+  std::string KubeletReachable(const std::string& host);
 
  private:
   kube::Result ReconcileVm(const kube::Request& req);
@@ -104,6 +113,9 @@ class Simulator {
     bool server_objects = false;                    // mirror pods + rke2-serving written
     std::chrono::steady_clock::time_point renewed;  // last Lease renewal
     std::string refusal;                            // last join refusal reason
+    std::string etcd_cluster;                       // its cluster's key, once its member started
+    std::string etcd_member;                        // its etcd member's name, once started
+    std::string etcd_wait;                          // why its member is not up (last said)
   };
   // The guest of `vm` (loading its user data the first time).
   kube::StatusOr<Guest> LoadGuest(const kube::Object& vm);
@@ -117,6 +129,15 @@ class Simulator {
                           std::chrono::milliseconds* requeue);
   kube::Status EnsureServerObjects(const std::string& vm_key, const Guest& guest,
                                    const kube::Object& node, const std::string& ip);
+  // The guest's etcd member (servers with etcd): started or joined, and its
+  // pod's PortForward; nothing once RKE2 removed it.
+  kube::Status EnsureEtcd(const kube::Object& vm, const std::string& vm_key, const Guest& guest,
+                          const kube::Object& node, std::chrono::milliseconds* requeue);
+  // RKE2's member removal: `etcd.rke2.cattle.io/remove` on a server Node
+  // removes its member (never the last voter) and records
+  // `removed-node-name`. Runs on a live server, so also for a dead guest.
+  kube::Status HandleEtcdRemoval(const kube::Object& vm, const kube::Object& node,
+                                 std::chrono::milliseconds* requeue);
   void GuestEvent(const kube::Object& vm, kube::EventType type, const std::string& reason,
                   const std::string& message);
   kube::StatusOr<std::vector<Nic>> AssignAddresses(const std::string& key, const kube::Object& vm,
@@ -139,6 +160,7 @@ class Simulator {
   kube::log::Logger log_;
 
   std::unique_ptr<kube::EventRecorder> recorder_;
+  std::unique_ptr<EtcdMembers> etcd_;
   std::shared_ptr<kube::Informer> vms_, vmis_, pvcs_, lbs_, pools_, images_, nads_, keypairs_,
       namespaces_, nodes_, services_;
 

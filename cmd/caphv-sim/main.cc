@@ -29,6 +29,7 @@
 #include "kube/signals.h"
 #include "sim/env.h"
 #include "sim/install.h"
+#include "sim/kubelet_proxy.h"
 #include "sim/simulator.h"
 #include "sim/webhook.h"
 
@@ -84,6 +85,7 @@ struct RunFlags {
   std::string boot_delay = "0s", ip_delay = "0s";
   double fault_rate = 0;
   bool no_cloud_provider = false;
+  std::string etcd_binary, etcd_dir, kubelet_socket, kubelet_address;
 };
 
 int Run(const RunFlags& f, std::stop_token stop) {
@@ -95,10 +97,29 @@ int Run(const RunFlags& f, std::stop_token stop) {
   opt.cloud_provider = !f.no_cloud_provider;
   opt.ns = f.ns;
   opt.env = EnvFrom(f.env);
+  opt.etcd = {.binary = f.etcd_binary, .root = f.etcd_dir};
   auto h = ClientFor(f.kubeconfig);
   auto w = ClientFor(f.workload_kubeconfig);
   sim::MarkDeploymentAvailable(*h).IgnoreError();
   sim::Simulator simulator(h, w, opt);
+
+  // The guests' kubelets, reached by the workload apiserver through its
+  // egress selector.
+  std::unique_ptr<sim::KubeletProxy> kubelet_proxy;
+  if (!f.kubelet_socket.empty()) {
+    const size_t colon = f.kubelet_address.rfind(':');
+    if (colon == std::string::npos) {
+      throw std::runtime_error("--kubelet-address must be HOST:PORT (got '" + f.kubelet_address +
+                               "')");
+    }
+    kubelet_proxy = std::make_unique<sim::KubeletProxy>(sim::KubeletProxyOptions{
+        .socket_path = f.kubelet_socket,
+        .kubelet_host = f.kubelet_address.substr(0, colon),
+        .kubelet_port = std::stoi(f.kubelet_address.substr(colon + 1)),
+        .allow = [&simulator](const std::string& host) { return simulator.KubeletReachable(host); },
+    });
+    if (Status s = kubelet_proxy->Start(); !s.ok()) throw std::runtime_error(s.ToString());
+  }
 
   // Webhook: a certificate from --cert-dir, or a fresh self-signed one.
   std::string cert_dir = f.cert_dir;
@@ -168,6 +189,7 @@ int Run(const RunFlags& f, std::stop_token stop) {
                        {"faultRate", f.fault_rate},
                        {"cloudProvider", opt.cloud_provider}});
   Status s = simulator.Run(stop);
+  if (kubelet_proxy) kubelet_proxy->Stop();
   registrar.request_stop();
   registrar.join();
   probes.SetShuttingDown();
@@ -211,6 +233,13 @@ int main(int argc, char** argv) {
   run->add_option("--ip-delay", f.ip_delay, "time from a running VMI to reported IPs");
   run->add_option("--fault-rate", f.fault_rate, "probability that a simulator write fails")
       ->check(CLI::Range(0.0, 1.0));
+  run->add_option("--etcd-binary", f.etcd_binary,
+                  "etcd executable: RKE2 servers run one real etcd member each");
+  run->add_option("--etcd-dir", f.etcd_dir, "data directory of the etcd members");
+  run->add_option("--kubelet-socket", f.kubelet_socket,
+                  "serve the workload apiserver's egress (HTTP CONNECT) on this Unix socket");
+  run->add_option("--kubelet-address", f.kubelet_address,
+                  "HOST:PORT of the kubelet server behind every live guest");
   run->add_flag("--no-cloud-provider", f.no_cloud_provider,
                 "guest without cloud provider: Nodes keep the uninitialized taint");
   CLI11_PARSE(app, argc, argv);

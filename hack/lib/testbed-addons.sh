@@ -312,8 +312,28 @@ tb_up_harvester() {
   cp "$DIR/pki/serving.crt" "$DIR/sim/certs/tls.crt"
   cp "$DIR/pki/serving.key" "$DIR/sim/certs/tls.key"
   cp "$DIR/pki/ca.crt" "$DIR/sim/certs/ca.crt"
+  # The guests' kubelet API (pod port-forward to their etcd members) is
+  # kwok's kubelet server; the workload apiserver reaches it through its
+  # egress selector, served by the simulator (docs/testbed.md).
+  local kubelet_args=() kwok_bin=${CAPHV_KWOK:-$CACHE/bin/current/kwok}
+  if [ -x "$kwok_bin" ] && [ -d "$CACHE/bin/current/kwok-crds" ]; then
+    kubectl --kubeconfig "$DIR/workload.kubeconfig" apply --server-side --force-conflicts \
+      -f "$CACHE/bin/current/kwok-crds/kwok.x-k8s.io_portforwards.yaml" >>"$DIR/logs/kwok.log" 2>&1 ||
+      tb_fail_with_log kwok "installing kwok's PortForward CRD failed"
+    KWOK_PORT=$(tb_free_ports 1)
+    tb_start kwok "$kwok_bin" --kubeconfig "$DIR/workload.kubeconfig" \
+      --server-address "127.0.0.1:$KWOK_PORT" --tls-cert-file "$DIR/pki/serving.crt" \
+      --tls-private-key-file "$DIR/pki/serving.key" --enable-crds PortForward \
+      --manage-nodes-with-annotation-selector kwok.x-k8s.io/node=fake
+    tb_env_set KWOK_PORT "$KWOK_PORT"
+    mkdir -p "$DIR/sim/etcd"
+    kubelet_args=(--kubelet-socket "$DIR/run/kubelet.sock" --kubelet-address "127.0.0.1:$KWOK_PORT"
+      --etcd-binary "$ETCD_BIN" --etcd-dir "$DIR/sim/etcd")
+  else
+    tb_log "kwok is not built (hack/build-testbins.sh kwok): guests have no kubelet API and no etcd"
+  fi
   tb_start caphv-sim "$SIM_BIN" run --kubeconfig "$DIR/harvester.kubeconfig" \
-    --workload-kubeconfig "$DIR/workload.kubeconfig" "${env_args[@]}" \
+    --workload-kubeconfig "$DIR/workload.kubeconfig" "${env_args[@]}" "${kubelet_args[@]}" \
     --health-probe-bind-address "127.0.0.1:$SIM_HEALTH_PORT" \
     --webhook-bind-address "127.0.0.1:$SIM_WEBHOOK_PORT" --cert-dir "$DIR/sim/certs"
   tb_env_set SIM_PID "$(<"$DIR/run/caphv-sim.pid")"

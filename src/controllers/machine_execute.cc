@@ -144,6 +144,10 @@ Status HarvesterMachineReconciler::Execute(Run& r, const MachineAction& a, Machi
     }
     case ActionKind::kInitializeNode:
       return InitializeNode(r, a, o);
+    case ActionKind::kGuardEtcdNode:
+    case ActionKind::kRequestEtcdRemoval:
+    case ActionKind::kReleaseEtcdNode:
+      return PatchEtcdNode(r, a, o);
     case ActionKind::kConfirmVmGone: {
       auto vm = r.conn->client().Get(harvester::kVirtualMachines, ns, name);
       if (vm.ok()) {
@@ -281,6 +285,36 @@ Status HarvesterMachineReconciler::CreateOrAdopt(Run& r, const MachineAction& a,
 // ones; a 409 (the kubelet or the cloud provider wrote in between) is
 // neither: the Node's watch event brings the new version and the planner
 // decides again.
+Status HarvesterMachineReconciler::PatchEtcdNode(Run& r, const MachineAction& a,
+                                                 MachineObservation& o) {
+  if (!r.workload) {
+    return Status(kube::StatusCode::kUnavailable, "no connection to the workload cluster");
+  }
+  const bool removal = a.kind == ActionKind::kRequestEtcdRemoval;
+  auto patched =
+      r.workload->client().Patch(kube::resources::kNodes, "", a.name, kube::PatchType::kMerge,
+                                 a.body, {.field_manager = "caphv"});
+  const bool conflict = !patched.ok() && patched.status().IsConflict();
+  if (removal && !conflict) metrics::EtcdMemberRemoveTotal().Increment();
+  if (!patched.ok()) {
+    if (patched.status().IsNotFound()) {
+      // The Node is gone (its member with it, for RKE2): nothing to guard.
+      o.etcd_node.reset();
+      return Status::Ok();
+    }
+    if (removal && !conflict) metrics::EtcdMemberRemoveErrorsTotal().Increment();
+    return patched.status();
+  }
+  o.etcd_node = workload::ViewOfEtcdNode(*patched);
+  if (removal) {
+    r.log.Info("Asked RKE2 to remove the etcd member",
+               {{"node", a.name}, {"member", o.etcd_node->member}});
+    Emit(r, {false, "EtcdMemberRemovalRequested",
+             "Node " + a.name + ": asked RKE2 to remove etcd member " + o.etcd_node->member});
+  }
+  return Status::Ok();
+}
+
 Status HarvesterMachineReconciler::InitializeNode(Run& r, const MachineAction& a,
                                                   MachineObservation& o) {
   if (!r.workload) {

@@ -129,6 +129,7 @@ MachineObservation HarvesterMachineReconciler::Observe(Run& r) {
   kube::ObjectPtr cluster;
   if (!o.cluster_name.empty()) cluster = ctx_.clusters->store().Get(r.req.ns, o.cluster_name);
   o.paused = IsPaused(cluster.get(), object);
+  o.cluster_deleting = !cluster || IsDeleting(*cluster);
   if (cluster) {
     o.cluster_found = true;
     o.infrastructure_ready = ClusterInfrastructureReady(*cluster);
@@ -201,12 +202,18 @@ void HarvesterMachineReconciler::ObserveHarvester(Run& r, MachineObservation& o)
 }
 
 void HarvesterMachineReconciler::ObserveWorkload(Run& r, MachineObservation& o) {
-  // Only a running VM looks for its Node: to initialise it (until
-  // NodeInitialized is True), and for a control-plane machine without a
-  // nodeRef until Cluster API watches Nodes itself.
-  if (o.deleting || !o.vm || !o.vmi || o.vmi->phase != "Running") return;
-  const bool nudge = !o.machine_has_node_ref && !o.control_plane_initialized && o.control_plane;
-  if (!nudge && api::IsConditionTrue(o.hm.status.conditions, kNodeInitialized)) return;
+  o.now = std::chrono::system_clock::now();
+  // A running VM looks for its Node: to initialise it (until NodeInitialized
+  // is True), for a control-plane machine without a nodeRef until Cluster
+  // API watches Nodes itself, and for a control-plane machine's etcd Node
+  // (its finalizer while the VM lives; its member's removal on deletion).
+  const bool running = o.vm && o.vmi && o.vmi->phase == "Running";
+  const bool etcd = o.control_plane && (running || o.deleting);
+  if (!etcd) {
+    if (o.deleting || !running) return;
+    const bool nudge = !o.machine_has_node_ref && !o.control_plane_initialized && o.control_plane;
+    if (!nudge && api::IsConditionTrue(o.hm.status.conditions, kNodeInitialized)) return;
+  }
   workload::WorkloadLookup lookup = ctx_.workloads->Get(r.req.ns, o.cluster_name, r.req);
   o.workload.ready = lookup.cluster != nullptr;
   o.workload.reason = lookup.reason;
@@ -216,6 +223,21 @@ void HarvesterMachineReconciler::ObserveWorkload(Run& r, MachineObservation& o) 
   r.workload = lookup.cluster;
   if (auto node = lookup.cluster->nodes().Get("", o.hm.metadata.name)) {
     o.node = workload::ViewOfNode(*node);
+    if (o.control_plane) o.etcd_node = workload::ViewOfEtcdNode(*node);
+  }
+  if (!o.etcd_node) return;
+  // The members of the cluster's other machines (their Nodes are named
+  // after them; the workload cluster may hold other Nodes).
+  for (const auto& node : lookup.cluster->nodes().List()) {
+    const workload::EtcdNodeView v = workload::ViewOfEtcdNode(*node);
+    if (v.name == o.hm.metadata.name || !workload::HoldsEtcdMember(v)) continue;
+    auto other = ctx_.harvester_machines->store().Get(r.req.ns, v.name);
+    if (!other) continue;
+    const auto labels = LabelsOf(*other);
+    if (auto it = labels.find(std::string(kClusterNameLabel));
+        it != labels.end() && it->second == o.cluster_name) {
+      ++o.other_etcd_members;
+    }
   }
 }
 

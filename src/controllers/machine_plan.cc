@@ -7,6 +7,7 @@
 #include <regex>
 #include <set>
 
+#include "api/conditions.h"
 #include "controllers/capi.h"
 #include "harvester/cloud_init.h"
 #include "harvester/resources.h"
@@ -297,6 +298,67 @@ class Planner {
     Mark(kVmProvisioningReady, true, "VMProvisioningReady", "");
     CheckNode(provider_id);
     InitNode(provider_id);
+    if (!plan_.action) GuardEtcdNode();
+  }
+
+  // A control-plane machine's etcd Node keeps kEtcdNodeFinalizer while the
+  // VM lives, so that its member's removal can always be recorded on it.
+  void GuardEtcdNode() {
+    if (!obs_.control_plane || !obs_.etcd_node || !obs_.workload.ready) return;
+    if (auto patch = workload::AddEtcdNodeFinalizer(*obs_.etcd_node)) {
+      Act(ActionKind::kGuardEtcdNode, obs_.etcd_node->name, {}, std::move(*patch));
+    }
+  }
+
+  // Deleting a control-plane machine: its etcd member goes before its VM.
+  // Returns true while that holds the deletion (an action or a wait is set).
+  bool RemoveEtcdMember() {
+    if (!obs_.control_plane || obs_.cluster_deleting) return false;
+    if (conditions_.IsTrue(kEtcdMemberRemoved)) return false;
+    const auto since = api::ParseTime(obs_.hm.metadata.deletion_timestamp);
+    const bool overdue = since && obs_.now - *since >= kEtcdRemovalTimeout;
+    auto give_up = [&](std::string_view reason, const std::string& message) {
+      Mark(kEtcdMemberRemoved, false, reason,
+           message + "; deleting the VM anyway after " +
+               std::to_string(kEtcdRemovalTimeout.count()) +
+               " minutes (remove the member by hand: etcdctl member remove)",
+           true);
+      return false;
+    };
+    if (!obs_.workload.ready) {
+      const std::string why =
+          "cannot reach the workload cluster to remove this machine's etcd "
+          "member: " +
+          obs_.workload.message;
+      if (overdue) return give_up("EtcdMemberRemovalFailed", why);
+      Mark(kEtcdMemberRemoved, false, "WaitingForWorkloadCluster", why);
+      plan_.wait = Wait::After(seconds(10), "the workload cluster");
+      return true;
+    }
+    if (!obs_.etcd_node) return false;  // no Node: no member RKE2 could name
+    const workload::EtcdRemovalDecision d =
+        workload::DecideEtcdRemoval(*obs_.etcd_node, obs_.other_etcd_members);
+    using Outcome = workload::EtcdRemovalDecision::Outcome;
+    switch (d.outcome) {
+      case Outcome::kNothing:
+        return false;
+      case Outcome::kRemoved:
+        Mark(kEtcdMemberRemoved, true, "EtcdMemberRemoved", d.message);
+        return false;
+      case Outcome::kLastVoter:
+        Mark(kEtcdMemberRemoved, true, "EtcdMemberKept", d.message);
+        return false;
+      case Outcome::kRequest:
+        Mark(kEtcdMemberRemoved, false, "RemovingEtcdMember", d.message);
+        Act(ActionKind::kRequestEtcdRemoval, obs_.etcd_node->name, {}, d.patch);
+        return true;
+      case Outcome::kWaiting:
+        if (overdue) return give_up("EtcdMemberRemovalTimedOut", d.message);
+        Mark(kEtcdMemberRemoved, false, "RemovingEtcdMember", d.message);
+        plan_.wait = Wait::After(seconds(2), "RKE2 to remove the etcd member");
+        return true;
+    }
+    return false;
   }
 
   // Node initialisation (workload/node_init.h), once the VM runs: done once
@@ -392,6 +454,7 @@ class Planner {
     if (obs_.vm && !obs_.vm->ours && Recorded(*obs_.vm)) return Adopt(*obs_.vm);
     if (obs_.vm && obs_.vm->ours) {
       if (!obs_.vm->deleting) {
+        if (RemoveEtcdMember()) return;
         if (!obs_.vm->pvcs_marked_for_removal && obs_.vm->remove_pvcs_patch) {
           return Act(ActionKind::kMarkPvcsForRemoval, name_, {}, *obs_.vm->remove_pvcs_patch);
         }
@@ -437,7 +500,13 @@ class Planner {
     }
     plan_.status.allocated_ip_address.clear();
     plan_.status.allocated_pool_ref.clear();
-    // 5. Done.
+    // 5. The etcd Node may go now (its member was removed, or kept as the last).
+    if (obs_.etcd_node && obs_.workload.ready) {
+      if (auto patch = workload::RemoveEtcdNodeFinalizer(*obs_.etcd_node)) {
+        return Act(ActionKind::kReleaseEtcdNode, obs_.etcd_node->name, {}, std::move(*patch));
+      }
+    }
+    // 6. Done.
     Act(ActionKind::kRemoveFinalizer);
   }
 

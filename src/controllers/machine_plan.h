@@ -20,9 +20,16 @@
 //   node initialisation (NodeInitialized): the Node of the machine's name
 //   gets spec.providerID and loses the uninitialized taint when the cloud
 //   provider has not done it (workload/node_init.h), once per machine.
-// Delete path, strictly in this order: VM (PVCs marked for removal, then the
-// VM deleted; wait for it to go) -> PVCs -> cloud-init Secret -> a live read
-// confirming the VM is gone -> the address back to its pool -> finalizer.
+// Control-plane machines keep their etcd Node with a finalizer while their
+// VM lives (kGuardEtcdNode; workload/etcd_member.h).
+// Delete path, strictly in this order: [control plane: its etcd member
+// removed through RKE2 (kRequestEtcdRemoval, then wait for
+// removed-node-name; never the last member; not when the Cluster goes;
+// after kEtcdRemovalTimeout the VM goes anyway, with EtcdMemberRemoved
+// False and a Warning)] -> VM (PVCs marked for removal, then the VM
+// deleted; wait for it to go) -> PVCs -> cloud-init Secret -> a live read
+// confirming the VM is gone -> the address back to its pool -> [the etcd
+// Node's finalizer] -> finalizer.
 // Adoption (docs/adoption.md): a VM of this machine's name belongs to it when
 // it carries this cluster's id label, or when spec.providerID names its uid
 // (made by the Go provider v0.2.x, or by this provider under another
@@ -55,6 +62,7 @@
 #include "harvester/naming.h"
 #include "harvester/vm_builder.h"
 #include "kube/object.h"
+#include "workload/etcd_member.h"
 #include "workload/node_init.h"
 
 namespace caphv::controllers {
@@ -67,10 +75,16 @@ inline constexpr std::string_view kVmIpAllocated = "VMIPAllocated";
 inline constexpr std::string_view kMachineCreated = "MachineCreated";
 inline constexpr std::string_view kNodeRegistered = "NodeRegistered";
 inline constexpr std::string_view kNodeInitialized = "NodeInitialized";
+// Deleting a control-plane machine: its etcd member (workload/etcd_member.h).
+inline constexpr std::string_view kEtcdMemberRemoved = "EtcdMemberRemoved";
 // Every condition type a HarvesterMachine reports (with Ready and Paused).
-inline constexpr std::array<std::string_view, 7> kMachineConditionTypes = {
+inline constexpr std::array<std::string_view, 8> kMachineConditionTypes = {
     kInfrastructureReady, kBootstrapDataReady, kVmProvisioningReady, kVmIpAllocated,
-    kMachineCreated,      kNodeRegistered,     kNodeInitialized};
+    kMachineCreated,      kNodeRegistered,     kNodeInitialized,     kEtcdMemberRemoved};
+// How long a deleting control-plane machine waits for its etcd member's
+// removal (or for the workload cluster, to ask for it) before its VM goes
+// anyway, with a Warning.
+inline constexpr std::chrono::minutes kEtcdRemovalTimeout{5};
 
 // Annotation on the cloud-init Secret: a hash of its content, so an
 // unchanged Secret is never written again.
@@ -169,6 +183,14 @@ struct MachineObservation {
   ConnectionView workload;
   std::optional<workload::NodeView> node;  // the Node of this name exists
   bool node_initialized_here = false;      // this reconcile wrote the Node (kInitializeNode)
+  // Control-plane machines (workload/etcd_member.h): their Node as etcd
+  // membership sees it, and how many Nodes of the cluster's other machines
+  // still hold a member. Looked at while the VM runs and while it is
+  // deleted.
+  std::optional<workload::EtcdNodeView> etcd_node;
+  int other_etcd_members = 0;
+  bool cluster_deleting = false;  // the Cluster is being deleted: etcd goes with it
+  std::chrono::system_clock::time_point now{};
 };
 
 enum class ActionKind {
@@ -188,7 +210,10 @@ enum class ActionKind {
   kConfirmVmGone,   // live GET of the VM
   kReleaseAddress,  // pool; body: the pool merge patch
   kRemoveFinalizer,
-  kInitializeNode,  // name: the workload Node; value: providerID; body: the Node merge patch
+  kInitializeNode,      // name: the workload Node; value: providerID; body: the Node merge patch
+  kGuardEtcdNode,       // name: the Node; body: the merge patch adding kEtcdNodeFinalizer
+  kRequestEtcdRemoval,  // name: the Node; body: the merge patch setting the remove annotation
+  kReleaseEtcdNode,     // name: the Node; body: the merge patch dropping kEtcdNodeFinalizer
 };
 
 std::string_view ActionName(ActionKind kind);

@@ -43,6 +43,12 @@ std::string_view ActionName(ActionKind kind) {
       return "RemoveFinalizer";
     case ActionKind::kInitializeNode:
       return "InitializeNode";
+    case ActionKind::kGuardEtcdNode:
+      return "GuardEtcdNode";
+    case ActionKind::kRequestEtcdRemoval:
+      return "RequestEtcdMemberRemoval";
+    case ActionKind::kReleaseEtcdNode:
+      return "ReleaseEtcdNode";
   }
   return "Unknown";
 }

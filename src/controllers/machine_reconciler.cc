@@ -48,6 +48,10 @@ std::pair<std::string_view, std::string_view> FailureOf(ActionKind kind) {
       return {kVmProvisioningReady, "VMDeletionFailed"};
     case ActionKind::kInitializeNode:
       return {kNodeInitialized, "NodeInitializationFailed"};
+    case ActionKind::kRequestEtcdRemoval:
+      return {kEtcdMemberRemoved, "EtcdMemberRemovalFailed"};
+    case ActionKind::kGuardEtcdNode:
+    case ActionKind::kReleaseEtcdNode:
     case ActionKind::kAddFinalizer:
     case ActionKind::kRemoveFinalizer:
     case ActionKind::kSetProviderID:
@@ -133,7 +137,15 @@ kube::Result HarvesterMachineReconciler::Report(Run& r, const MachineObservation
       plan.events = c.warnings();
     }
   }
-  for (const auto& e : plan.events) Emit(r, e);
+  for (const auto& e : plan.events) {
+    Emit(r, e);
+    // A member left behind when the VM goes anyway (the request itself is
+    // counted by the executor).
+    if (e.reason == "EtcdMemberRemovalTimedOut" ||
+        (e.reason == "EtcdMemberRemovalFailed" && failed == nullptr)) {
+      metrics::EtcdMemberRemoveErrorsTotal().Increment();
+    }
+  }
   if (r.conn) {
     if (plan.wait_for_pool) {
       // Every pool exhausted: a failed allocation attempt, as the Go provider counts it.

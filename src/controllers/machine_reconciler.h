@@ -49,6 +49,7 @@ class HarvesterMachineReconciler {
   kube::Status WritePool(Run& r, const MachineAction& action, MachineObservation& o);
   kube::Status CreateOrAdopt(Run& r, const MachineAction& action, MachineObservation& o);
   kube::Status InitializeNode(Run& r, const MachineAction& action, MachineObservation& o);
+  kube::Status PatchEtcdNode(Run& r, const MachineAction& action, MachineObservation& o);
   kube::Result Report(Run& r, const MachineObservation& o, MachinePlan plan,
                       const MachineAction* failed, const kube::Status& error);
   void Emit(Run& r, const EventNote& e);

@@ -52,8 +52,13 @@ StatusOr<std::string> ToPem(const std::function<int(BIO*)>& write) {
 
 }  // namespace
 
-StatusOr<PemCertificate> GenerateSelfSignedCertificate(const std::vector<std::string>& hosts,
-                                                       std::chrono::hours validity) {
+namespace {
+
+// A P-256 leaf for `hosts`, signed by `issuer`/`issuer_key` (itself when
+// both are null), with the extended key usage `eku`.
+StatusOr<PemCertificate> MakeLeaf(const std::vector<std::string>& hosts,
+                                  std::chrono::hours validity, X509* issuer, EVP_PKEY* issuer_key,
+                                  const std::string& eku) {
   if (hosts.empty()) {
     return Status(StatusCode::kInvalidArgument, "a certificate needs at least one host");
   }
@@ -75,8 +80,10 @@ StatusOr<PemCertificate> GenerateSelfSignedCertificate(const std::vector<std::st
   }
   X509_NAME* name = X509_get_subject_name(cert.get());
   const auto* cn = reinterpret_cast<const unsigned char*>(hosts.front().c_str());
+  X509_NAME* issuer_name = issuer != nullptr ? X509_get_subject_name(issuer) : name;
   if (X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8, cn, -1, -1, 0) != 1 ||
-      X509_set_issuer_name(cert.get(), name) != 1 || X509_set_pubkey(cert.get(), key.get()) != 1) {
+      X509_set_issuer_name(cert.get(), issuer_name) != 1 ||
+      X509_set_pubkey(cert.get(), key.get()) != 1) {
     return OpenSslError("subject");
   }
   std::string san;
@@ -87,11 +94,12 @@ StatusOr<PemCertificate> GenerateSelfSignedCertificate(const std::vector<std::st
   }
   if (!AddExtension(cert.get(), NID_basic_constraints, "critical,CA:FALSE") ||
       !AddExtension(cert.get(), NID_key_usage, "critical,digitalSignature") ||
-      !AddExtension(cert.get(), NID_ext_key_usage, "serverAuth") ||
+      !AddExtension(cert.get(), NID_ext_key_usage, eku) ||
       !AddExtension(cert.get(), NID_subject_alt_name, san)) {
     return OpenSslError("extensions (" + san + ")");
   }
-  if (X509_sign(cert.get(), key.get(), EVP_sha256()) == 0) return OpenSslError("signing");
+  EVP_PKEY* signer = issuer_key != nullptr ? issuer_key : key.get();
+  if (X509_sign(cert.get(), signer, EVP_sha256()) == 0) return OpenSslError("signing");
 
   PemCertificate out;
   CAPHV_ASSIGN_OR_RETURN(out.cert_pem,
@@ -101,6 +109,28 @@ StatusOr<PemCertificate> GenerateSelfSignedCertificate(const std::vector<std::st
                                                            nullptr, nullptr);
                          }));
   return out;
+}
+
+}  // namespace
+
+StatusOr<PemCertificate> GenerateSelfSignedCertificate(const std::vector<std::string>& hosts,
+                                                       std::chrono::hours validity) {
+  return MakeLeaf(hosts, validity, nullptr, nullptr, "serverAuth");
+}
+
+StatusOr<PemCertificate> GenerateSignedCertificate(const std::vector<std::string>& hosts,
+                                                   const PemCertificate& issuer,
+                                                   std::chrono::hours validity) {
+  BioPtr cert_bio(
+      BIO_new_mem_buf(issuer.cert_pem.data(), static_cast<int>(issuer.cert_pem.size())));
+  BioPtr key_bio(BIO_new_mem_buf(issuer.key_pem.data(), static_cast<int>(issuer.key_pem.size())));
+  if (cert_bio == nullptr || key_bio == nullptr) return OpenSslError("reading the issuer");
+  X509Ptr ca(PEM_read_bio_X509(cert_bio.get(), nullptr, nullptr, nullptr));
+  PkeyPtr ca_key(PEM_read_bio_PrivateKey(key_bio.get(), nullptr, nullptr, nullptr));
+  if (ca == nullptr || ca_key == nullptr) {
+    return Status(StatusCode::kInvalidArgument, "the issuer's certificate or key is not PEM");
+  }
+  return MakeLeaf(hosts, validity, ca.get(), ca_key.get(), "serverAuth,clientAuth");
 }
 
 }  // namespace caphv::kube

@@ -36,4 +36,11 @@ StatusOr<PemCertificate> GenerateSelfSignedCertificate(
     const std::vector<std::string>& hosts,
     std::chrono::hours validity = std::chrono::hours(24 * 365));
 
+// A leaf for TLS server and client authentication signed by `issuer` (a CA
+// certificate and its private key, PEM; RSA or EC), otherwise as above.
+// kInvalidArgument when the issuer does not parse.
+StatusOr<PemCertificate> GenerateSignedCertificate(
+    const std::vector<std::string>& hosts, const PemCertificate& issuer,
+    std::chrono::hours validity = std::chrono::hours(24 * 365));
+
 }  // namespace caphv::kube

@@ -16,6 +16,7 @@
 
 #include "api/yaml.h"
 #include "e2e_fixture.h"
+#include "kube/transport.h"
 
 namespace caphv::e2e::topology {
 
@@ -27,6 +28,7 @@ inline const GroupVersionResource kSecrets = kube::resources::kSecrets;
 inline const GroupVersionResource kPvcs = kube::resources::kPersistentVolumeClaims;
 inline const GroupVersionResource kServices = kube::resources::kServices;
 inline const GroupVersionResource kNodes = kube::resources::kNodes;
+inline const GroupVersionResource kPortForwards{"kwok.x-k8s.io", "v1alpha1", "portforwards", true};
 inline const GroupVersionResource kServiceAccounts = kube::resources::kServiceAccounts;
 
 inline constexpr char kVersion[] = "v1.31.4+rke2r1";
@@ -342,6 +344,71 @@ class TopologyFixture : public E2ETest {
                                          {"value", replicas}}});
     auto r = mgmt_->Patch(kClusters, ns(), cluster_, kube::PatchType::kJson, patch);
     ASSERT_TRUE(r.ok()) << r.status().ToString();
+  }
+
+  // The etcd of this cluster's servers, as the simulator runs it: one
+  // member per server, each with a kwok PortForward kube-system/etcd-<node>
+  // whose annotation gives the member's plain-http address.
+  struct EtcdView {
+    bool answered = false;                // some member answered member/list
+    std::map<std::string, bool> members;  // name -> learner
+    int voters = 0, healthy_voters = 0;   // voters; those whose /health is true
+    std::string Describe() const {
+      std::string out = answered ? "" : "(no member answered) ";
+      for (const auto& [name, learner] : members) out += name + (learner ? "(learner) " : " ");
+      return out + "voters " + std::to_string(voters) + ", healthy " +
+             std::to_string(healthy_voters);
+    }
+    bool Quorum() const { return answered && healthy_voters >= voters / 2 + 1; }
+  };
+  EtcdView Etcd() const {
+    EtcdView v;
+    auto pfs = workload_->List(kPortForwards, "kube-system");
+    if (!pfs.ok()) return v;
+    std::map<std::string, std::string> http;  // member name -> url (by node prefix)
+    std::vector<std::string> urls;
+    for (const auto& pf : pfs->items) {
+      if (NameOf(pf).rfind("etcd-" + cluster_ + "-", 0) != 0) continue;
+      urls.push_back(pf["metadata"]["annotations"].value("sim.caphv.io/etcd-http", ""));
+    }
+    auto call = [](const std::string& url, const std::string& method, const std::string& path,
+                   const std::string& body) -> std::optional<Object> {
+      kube::RestConfig rc;
+      rc.server = url;
+      rc.connect_timeout = std::chrono::seconds(1);
+      kube::Transport t(rc);
+      auto r = t.Do(method, path, body, "application/json", std::chrono::seconds(3));
+      if (!r.ok() || r->status != 200) return std::nullopt;
+      Object o = Object::parse(r->body, nullptr, false);
+      if (o.is_discarded()) return std::nullopt;
+      return o;
+    };
+    std::map<std::string, bool> healthy_url;
+    for (const auto& url : urls) {
+      auto h = call(url, "GET", "/health", "");
+      healthy_url[url] = h && h->value("health", "") == "true";
+      if (v.answered || !healthy_url[url]) continue;
+      auto list = call(url, "POST", "/v3/cluster/member/list", "{}");
+      if (!list) continue;
+      v.answered = true;
+      for (const auto& m : list->value("members", Object::array())) {
+        const bool learner = m.value("isLearner", false);
+        v.members[m.value("name", "")] = learner;
+        if (!learner) ++v.voters;
+      }
+    }
+    // A voter is healthy when its own process answers: map members to
+    // PortForwards through the Node names (member = <node>-<suffix>).
+    for (const auto& pf : pfs->items) {
+      const std::string name = NameOf(pf);
+      if (name.rfind("etcd-" + cluster_ + "-", 0) != 0) continue;
+      const std::string node = name.substr(5);
+      const std::string url = pf["metadata"]["annotations"].value("sim.caphv.io/etcd-http", "");
+      for (const auto& [member, learner] : v.members) {
+        if (!learner && member.rfind(node + "-", 0) == 0 && healthy_url[url]) ++v.healthy_voters;
+      }
+    }
+    return v;
   }
 
   static std::string DumpOf(const kube::StatusOr<Object>& o) {

@@ -298,12 +298,106 @@ TEST_F(TopologyTest, ClusterOfClassHarvesterRke2ProvisionsScalesAndIsDeleted) {
       << "Nodes of removed machines left:" << extra_nodes;
   std::cout << "scaled back to 2 workers after " << seconds_since_start() << " s\n";
 
+  // The etcd of the three servers: one voting member each, named as RKE2
+  // names them.
+  std::set<std::string> server_nodes;
+  for (const auto& m : machines) {
+    if (m["metadata"].value("labels", Object::object()).contains(kControlPlaneLabel)) {
+      server_nodes.insert(Str(m, "/status/nodeRef/name"));
+    }
+  }
+  EtcdView etcd;
+  EXPECT_TRUE(Eventually(
+      [&] {
+        etcd = Etcd();
+        return etcd.Quorum() && etcd.voters == 3 && etcd.healthy_voters == 3 &&
+               etcd.members.size() == 3;
+      },
+      kWait, kPoll))
+      << etcd.Describe();
+  for (const auto& [member, learner] : etcd.members) {
+    EXPECT_TRUE(server_nodes.contains(member.substr(0, member.rfind('-'))))
+        << member << " is no server's member";
+  }
+
+  // CAPHV keeps each server's Node with its finalizer while the VM lives.
+  for (const auto& node_name : server_nodes) {
+    auto node = workload_->Get(kNodes, "", node_name);
+    ASSERT_TRUE(node.ok());
+    const std::string finalizers = (*node)["metadata"].value("finalizers", Object::array()).dump();
+    EXPECT_NE(finalizers.find("harvester.infrastructure.cluster.x-k8s.io/etcd-member"),
+              std::string::npos)
+        << node_name << ": " << finalizers;
+  }
+  // A server's Node deleted before the control-plane provider's
+  // pre-terminate hook runs (kubectl delete node; a cloud provider that
+  // deletes the Nodes of dead VMs): the provider waits for RKE2 to record
+  // the member's removal on that Node, so without it the machine's deletion
+  // would hang. The finalizer keeps the Node until the VM is gone. The
+  // machine is the first one the scale-down takes (delete-machine).
+  std::string doomed_machine, doomed_node;
+  for (const auto& m : machines) {
+    if (m["metadata"].value("labels", Object::object()).contains(kControlPlaneLabel)) {
+      doomed_machine = NameOf(m);
+      doomed_node = Str(m, "/status/nodeRef/name");
+      break;
+    }
+  }
+  ASSERT_TRUE(
+      mgmt_
+          ->Patch(kMachines, ns(), doomed_machine, kube::PatchType::kMerge,
+                  {{"metadata", {{"annotations", {{"cluster.x-k8s.io/delete-machine", ""}}}}}})
+          .ok());
+  ASSERT_TRUE(workload_->Delete(kNodes, "", doomed_node).ok());
+  auto held = workload_->Get(kNodes, "", doomed_node);
+  ASSERT_TRUE(held.ok()) << "Node " << doomed_node << " went at once: " << held.status().ToString();
+  EXPECT_TRUE(held->at("metadata").contains("deletionTimestamp"));
+
+  // The control plane 3 -> 1 through the topology: the RKE2 control-plane
+  // provider moves etcd leadership (through a port-forward to the member's
+  // pod) and has RKE2 remove each deleted server's member before its VM
+  // goes. Quorum holds at every look; in the end one member, of the server
+  // that is left, and nothing of the other two.
+  ScaleControlPlane(1);
+  int looks = 0;
+  std::string lost;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        etcd = Etcd();
+        ++looks;
+        if (!etcd.Quorum() && lost.empty()) lost = etcd.Describe();
+        return Machines().size() == 3 && HarvesterMachines().size() == 3 &&
+               NamesOnHarvester(kVirtualMachines).size() == 3 && EntriesOfThisTest().size() == 3 &&
+               etcd.members.size() == 1;
+      },
+      std::chrono::seconds(240), kPoll))
+      << etcd.Describe() << "\n"
+      << MachinesSummary();
+  EXPECT_TRUE(lost.empty()) << "etcd lost quorum during the scale-down: " << lost;
+  machines = WaitForInitialisedNodes(3);
+  ASSERT_EQ(ControlPlanes(machines), 1u);
+  std::string last_server;
+  for (const auto& m : machines) {
+    if (m["metadata"].value("labels", Object::object()).contains(kControlPlaneLabel)) {
+      last_server = Str(m, "/status/nodeRef/name");
+    }
+  }
+  ASSERT_EQ(etcd.members.size(), 1u);
+  EXPECT_EQ(etcd.members.begin()->first.rfind(last_server + "-", 0), 0u)
+      << etcd.Describe() << " is not the member of " << last_server;
+  EXPECT_TRUE(mgmt_->Get(kMachines, ns(), doomed_machine).status().IsNotFound());
+  EXPECT_TRUE(Eventually(
+      [&] { return workload_->Get(kNodes, "", doomed_node).status().IsNotFound(); }, kWait, kPoll))
+      << "Node " << doomed_node << " is still there";
+  std::cout << "scaled to 1 server after " << seconds_since_start() << " s (" << looks
+            << " looks at etcd, quorum kept)\n";
+
   // Deleting the Cluster leaves nothing on Harvester nor in the pools; all
   // of it existed, so "gone" below means deleted.
   ASSERT_EQ(OnHarvester(kLoadBalancers).size(), 1u);
   ASSERT_FALSE(OnHarvester(kServiceAccounts, ClusterSelector()).empty());
   ASSERT_FALSE(OnHarvester(kSecrets, ClusterSelector()).empty());
-  ASSERT_EQ(CloudInitSecrets(), 5u);
+  ASSERT_EQ(CloudInitSecrets(), 3u);
   ASSERT_TRUE(ServingSecretExists());
   ASSERT_TRUE(mgmt_->Delete(kClusters, ns(), cluster_).ok());
   EXPECT_TRUE(Eventually(

@@ -292,6 +292,11 @@ MachinePlan Drive(World& w, api::HarvesterMachineStatus& status) {
         (*w.node)["metadata"]["resourceVersion"] = "2";
         ++w.node_writes;
         break;
+      case ActionKind::kGuardEtcdNode:
+      case ActionKind::kRequestEtcdRemoval:
+      case ActionKind::kReleaseEtcdNode:
+        ADD_FAILURE() << "this world's machine is no control plane: " << ActionName(a.kind);
+        break;
     }
     w.writes.push_back(a.kind);
     status = p.status;       // as if reported (or not: the next plan re-derives)
