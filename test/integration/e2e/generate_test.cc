@@ -331,49 +331,5 @@ TEST_F(GenerateTest, InteractiveApplyProvisionsTheClusterAndDeletingItLeavesNoth
       kWait, kPoll));
 }
 
-// `caphv doctor` against the simulated Harvester: one line per check, the
-// exit code the number of failures; a missing image and pools too small for
-// the replicas asked are failures with their fix.
-TEST_F(GenerateTest, DoctorReportsAMissingImageAndSmallPools) {
-  const Pool pool = CreatePool(4);
-  const std::string doctor = BuildPath("cmd/caphv/caphv") + " doctor --harvester-kubeconfig '" +
-                             HarvesterKubeconfig() + "' --kubeconfig '" +
-                             Testbed::Get().KubeconfigPath(caphv::testing::kMgmt) +
-                             "' --namespace " + ns() + " --ssh-keypair default/demo-key" +
-                             " --network default/vlan100 --ip-pool " + pool.name;
-  std::string out;
-  const int rc = RunCommand(doctor + " --image default/no-such-image --replicas 5 2>&1", &out);
-  EXPECT_THAT(out, ::testing::HasSubstr("✓ harvester reachable: "));
-  EXPECT_THAT(out, ::testing::HasSubstr(
-                       "✗ image: default/no-such-image not found; fix: upload the image in "
-                       "Harvester (Images) or give --image the namespace/name of an Active one\n"));
-  EXPECT_THAT(out, ::testing::HasSubstr("✓ key pair: default/demo-key exists\n"));
-  EXPECT_THAT(out, ::testing::HasSubstr("✓ network: default/vlan100 exists\n"));
-  EXPECT_THAT(out, ::testing::HasSubstr("✓ ip pool " + pool.name + ": 4 free addresses\n"));
-  EXPECT_THAT(out, ::testing::HasSubstr("✗ ip pools hold the machines: 4 free addresses for 5 "
-                                        "machines; fix: "));
-  EXPECT_THAT(out, ::testing::HasSubstr("✓ cloud-provider ClusterRole: "));
-  EXPECT_THAT(out, ::testing::HasSubstr("✓ Cluster API: "));
-  EXPECT_THAT(out, ::testing::HasSubstr("✓ CAPHV: "));
-  EXPECT_THAT(out, ::testing::HasSubstr("✗ ClusterClass: " + ns() + "/harvester-rke2 not found"));
-  int failures = 0;
-  std::istringstream lines(out);
-  for (std::string line; std::getline(lines, line);) failures += line.rfind("✗", 0) == 0 ? 1 : 0;
-  EXPECT_GE(failures, 3);
-  EXPECT_EQ(rc, failures) << out;
-
-  // The image of the bed, the pools large enough, as JSON.
-  ApplyClusterClass();
-  out.clear();
-  RunCommand(doctor + " --image default/image-ubuntu --replicas 4 -o json", &out);
-  auto checks = Object::parse(out, nullptr, false);
-  ASSERT_TRUE(checks.is_array()) << out;
-  std::map<std::string, bool> ok;
-  for (const auto& c : checks) ok[c.value("name", "")] = c.value("ok", false);
-  EXPECT_TRUE(ok["image"]) << out;
-  EXPECT_TRUE(ok["ip pools hold the machines"]) << out;
-  EXPECT_TRUE(ok["ClusterClass"]) << out;
-}
-
 }  // namespace
 }  // namespace caphv::e2e::topology
