@@ -31,11 +31,12 @@ class Tmux {
   Tmux(const Tmux&) = delete;
   Tmux& operator=(const Tmux&) = delete;
 
-  // Runs `script` (a shell script file); its exit code goes to `rc_file`,
-  // and the pane stays for capture-pane.
+  // Runs `script` (a shell script file) under /bin/sh, whatever the user's
+  // shell; its exit code goes to `rc_file`, and the pane stays for
+  // capture-pane.
   bool Start(const std::string& script, const std::string& rc_file) {
     std::string out;
-    return RunCommand(Base() + "new-session -d -x 200 -y 50 -s main \"sh '" + script +
+    return RunCommand(Base() + "new-session -d -x 200 -y 50 -s main /bin/sh -c \"sh '" + script +
                           "'; echo \\$? > '" + rc_file + "'; sleep 600\"",
                       &out) == 0;
   }
@@ -57,7 +58,8 @@ class Tmux {
   }
 
  private:
-  std::string Base() const { return "env -u TMUX tmux -L '" + name_ + "' "; }
+  // Its own server (socket), without the user's configuration.
+  std::string Base() const { return "env -u TMUX tmux -f /dev/null -L '" + name_ + "' "; }
   std::string name_;
 };
 
