@@ -161,7 +161,7 @@ int RunGenerate(const GenerateFlags& f, std::istream& in, std::ostream& out, std
       err << "caphv generate: " << client.status().message() << "\n";
       return 1;
     }
-    return ApplyAndWait(**client, f, std::move(*objects), err);
+    return ApplyAndWait(**client, f, *objects, err);
   }
   return WriteObjects(f.output, *objects, out, err);
 }
@@ -183,7 +183,7 @@ int WriteObjects(const std::string& output, const std::vector<Json>& objects, st
   return 0;
 }
 
-int ApplyAndWait(kube::Client& client, const GenerateFlags& f, std::vector<Json> objects,
+int ApplyAndWait(kube::Client& client, const GenerateFlags& f, const std::vector<Json>& objects,
                  std::ostream& err) {
   const auto& o = f.options;
   const std::string ns = o.Namespace();

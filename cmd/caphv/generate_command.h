@@ -50,7 +50,7 @@ int WriteObjects(const std::string& output, const std::vector<api::Json>& object
 // --apply against `client`: applies `objects` in order, the class's objects
 // only when the namespace lacks the class; then waits. Progress lines on
 // `err`.
-int ApplyAndWait(kube::Client& client, const GenerateFlags& flags, std::vector<api::Json> objects,
-                 std::ostream& err);
+int ApplyAndWait(kube::Client& client, const GenerateFlags& flags,
+                 const std::vector<api::Json>& objects, std::ostream& err);
 
 }  // namespace caphv::cli

@@ -189,7 +189,7 @@ int RunInteractive(const GenerateFlags& f, std::istream& in, std::ostream& out, 
   }
   GenerateFlags applied = f;
   applied.options = chosen;
-  return ApplyAndWait(**client, applied, std::move(*objects), err);
+  return ApplyAndWait(**client, applied, *objects, err);
 }
 
 }  // namespace caphv::cli
