@@ -50,7 +50,16 @@ class DoctorTest : public TopologyFixture {
       (void)harvester_->Delete(kube::resources::kClusterRoleBindings, "", account_);
       (void)harvester_->Delete(kube::resources::kServiceAccounts, "default", account_);
     }
+    // The CRDs it applied, gone before the next test looks for them.
     for (const auto& crd : applied_crds_) (void)mgmt_->Delete(kCrds, "", crd);
+    EXPECT_TRUE(Eventually(
+        [&] {
+          for (const auto& crd : applied_crds_) {
+            if (!mgmt_->Get(kCrds, "", crd).status().IsNotFound()) return false;
+          }
+          return true;
+        },
+        std::chrono::seconds(60), std::chrono::milliseconds(100)));
     TopologyFixture::TearDown();
   }
 
