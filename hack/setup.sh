@@ -12,7 +12,7 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config clang-format clang-tidy
   libboost1.81-dev libcurl4-openssl-dev libssl-dev nlohmann-json3-dev libyaml-cpp-dev zlib1g-dev
   prometheus-cpp-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev prometheus
-  openssl curl time procps yq jq ca-certificates buildah
+  openssl curl time procps yq jq ca-certificates buildah tmux
 )
 # shellcheck source=hack/lib/toolchain.sh
 . hack/lib/toolchain.sh

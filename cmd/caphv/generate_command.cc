@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "api/yaml.h"
+#include "interactive_command.h"
 #include "kube/config.h"
 
 namespace caphv::cli {
@@ -65,7 +66,7 @@ CLI::App* AddGenerateCommand(CLI::App& app, GenerateFlags& f) {
       "Every object of a Cluster of the ClusterClass harvester-rke2, as YAML or applied");
   cmd->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   auto& o = f.options;
-  cmd->add_option("--name", o.name, "Cluster name")->required();
+  cmd->add_option("--name", o.name, "Cluster name (required unless --interactive)");
   cmd->add_option("--namespace", o.ns, "Namespace (default: the name)");
   cmd->add_option("--class", o.cls, "ClusterClass")->capture_default_str();
   cmd->add_option("--image", o.image, "VM image (namespace/name)");
@@ -101,26 +102,37 @@ CLI::App* AddGenerateCommand(CLI::App& app, GenerateFlags& f) {
       ->capture_default_str();
   cmd->add_flag("--dry-run", f.dry_run, "Print the YAML (the default)");
   cmd->add_flag("--apply", f.apply, "Apply to the management cluster and wait");
-  cmd->add_flag("--interactive", f.interactive, "Prompt for the values (not yet supported)");
+  cmd->add_flag("--interactive", f.interactive,
+                "Ask for the values, offering what Harvester has (the flags are the defaults)");
   cmd->add_flag("--skip-class", f.skip_class, "Leave out the ClusterClass and its templates");
-  cmd->add_option("-o,--output", f.output, "Write the YAML to FILE instead of stdout");
+  cmd->add_option("-o,--output", f.output,
+                  "Write the YAML to FILE instead of stdout (- for stdout)");
   cmd->add_option("--kubeconfig", f.kubeconfig,
                   "Management cluster kubeconfig (--apply; default $KUBECONFIG)");
   cmd->add_option_function<std::string>(
       "--timeout", [&f](const std::string& s) { f.timeout = ParseTimeout(s); },
       "How long --apply waits (default 30m)");
+  // Which flags were given: in --interactive they are the defaults as they are.
+  cmd->parse_complete_callback([cmd, &f] {
+    f.given.clear();
+    for (const CLI::Option* opt : cmd->get_options()) {
+      if (opt->count() == 0) continue;
+      for (const auto& name : opt->get_lnames()) f.given.insert("--" + name);
+    }
+  });
   return cmd;
 }
 
 int RunGenerate(const GenerateFlags& f, std::ostream& out, std::ostream& err) {
-  if (f.interactive) {
-    err << "caphv generate: --interactive is not yet supported; give the values as flags\n";
-    return 2;
-  }
+  return RunGenerate(f, std::cin, out, err);
+}
+
+int RunGenerate(const GenerateFlags& f, std::istream& in, std::ostream& out, std::ostream& err) {
   if (f.apply && f.dry_run) {
     err << "caphv generate: --apply and --dry-run exclude each other\n";
     return 2;
   }
+  if (f.interactive) return RunInteractive(f, in, out, err, LoadHarvesterInventory);
   generate::Options options = f.options;
   options.with_class = !f.skip_class;
   if (auto s = generate::Validate(options); !s.ok()) {
@@ -149,24 +161,29 @@ int RunGenerate(const GenerateFlags& f, std::ostream& out, std::ostream& err) {
       err << "caphv generate: " << client.status().message() << "\n";
       return 1;
     }
-    return ApplyAndWait(**client, f, std::move(*objects), err);
+    return ApplyAndWait(**client, f, *objects, err);
   }
-  const std::string yaml = generate::ToYamlStream(*objects);
-  if (f.output.empty()) {
-    out << yaml;
+  return WriteObjects(f.output, *objects, out, err);
+}
+
+int WriteObjects(const std::string& output, const std::vector<Json>& objects, std::ostream& out,
+                 std::ostream& err) {
+  const std::string yaml = generate::ToYamlStream(objects);
+  if (output.empty() || output == "-") {
+    out << yaml << std::flush;
     return 0;
   }
-  std::ofstream file(f.output);
+  std::ofstream file(output);
   file << yaml;
   file.close();
   if (!file) {
-    err << "caphv generate: -o: cannot write " << f.output << "\n";
+    err << "caphv generate: -o: cannot write " << output << "\n";
     return 1;
   }
   return 0;
 }
 
-int ApplyAndWait(kube::Client& client, const GenerateFlags& f, std::vector<Json> objects,
+int ApplyAndWait(kube::Client& client, const GenerateFlags& f, const std::vector<Json>& objects,
                  std::ostream& err) {
   const auto& o = f.options;
   const std::string ns = o.Namespace();

@@ -47,7 +47,8 @@ class GenerateCommand : public ::testing::Test {
       err_ << "caphv: " << e.what() << "\n";
       return 2;
     }
-    return RunGenerate(flags, out_, err_);
+    std::istringstream no_input;
+    return RunGenerate(flags, no_input, out_, err_);
   }
 
   std::vector<std::string> Required() const {
@@ -108,7 +109,8 @@ TEST_F(GenerateCommand, BadFlagsAreOneLineAndExitTwo) {
       {With({"--no-such-flag"}), "caphv: The following argument was not expected: --no-such-flag"},
       {With({"--harvester-kubeconfig", (dir_ / "missing").string()}),
        "caphv generate: --harvester-kubeconfig: cannot read"},
-      {With({"--interactive"}), "caphv generate: --interactive is not yet supported"},
+      {With({"--interactive", "--cni-mtu", "5"}),
+       "caphv generate: --cni-mtu: 5 is not between 576 and 9000\n"},
       {With({"--apply", "--dry-run"}),
        "caphv generate: --apply and --dry-run exclude each other\n"},
       {With({"--timeout", "soon"}), "caphv: --timeout: \"soon\" is not a duration"},
