@@ -31,15 +31,16 @@ build-asan:
 	@cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCAPHV_SANITIZE=ON $(CMAKE_FLAGS) >/dev/null
 	@cmake --build build-asan -j $(JOBS)
 
-# Everything CI checks: formatting, layering, the regular build with unit +
-# integration tests, then the ASan+UBSan build running the same tests again.
+# Everything CI checks: formatting, layering, the regular and the ASan+UBSan
+# builds, then both trees' unit + integration tests, at the same time, each
+# on its own test bed (hack/run-tests.sh; CAPHV_TESTS_SERIAL=1: one after
+# the other).
 test: setup
 	@hack/check-format.sh
 	@hack/check-layers.sh
 	@$(MAKE) --no-print-directory build
-	@cd build && ctest --output-on-failure --timeout 900 -j 1
 	@$(MAKE) --no-print-directory build-asan
-	@cd build-asan && ctest --output-on-failure --timeout 1200 -j 1 -LE nosan
+	@hack/run-tests.sh
 
 test-unit: build
 	@cd build && ctest --output-on-failure -L unit
