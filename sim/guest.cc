@@ -100,7 +100,7 @@ Rke2Cluster Simulator::ClusterFor(const Object& vm, bool* is_first) {
   const std::string cluster = ClusterKey(vm);
   Rke2Cluster out;
   ObjectPtr first;
-  std::string first_node;
+  std::string first_node, live_server, live_token;
   Rke2Config first_cfg;
   std::lock_guard lock(mu_);
   for (const auto& v : vms_->store().List()) {
@@ -111,6 +111,12 @@ Rke2Cluster Simulator::ClusterFor(const Object& vm, bool* is_first) {
     if (joined) {
       if (auto ips = vm_ips_.find(kube::KeyOf(*v)); ips != vm_ips_.end()) {
         out.hosts.insert(ips->second.begin(), ips->second.end());
+      }
+      // Any live server that joined serves joins with the cluster's token
+      // (the first one may be gone: replaced, scaled down).
+      if (live_server.empty() && !GuestDied(*v)) {
+        live_server = g->second.node;
+        live_token = g->second.rke2->token;
       }
     }
     if (!g->second.rke2->server.empty()) continue;
@@ -129,6 +135,9 @@ Rke2Cluster Simulator::ClusterFor(const Object& vm, bool* is_first) {
   if (!first_node.empty()) {
     out.first_server = first_node;
     out.token = first_cfg.token;
+  } else if (!live_server.empty()) {
+    out.first_server = live_server;
+    out.token = live_token;
   }
   for (const auto& lb : lbs_->store().List()) {
     if (Ns(*lb) != Ns(vm)) continue;

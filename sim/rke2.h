@@ -17,7 +17,8 @@
 //
 // Join rules (what an RKE2 server answers a joining node): the first server
 // is the one without `server:` in its config (the oldest VM when several);
-// its `token` is the cluster's. Every other node must present that token
+// its `token` is the cluster's (once it is gone, any live server that joined
+// serves joins with the same token). Every other node must present that token
 // (the full `K10<ca hash>::server:<secret>` form matches on its secret) and
 // `server: https://<host>:9345` where host is a registration address: the
 // cluster's control-plane endpoint (its load balancer) or a joined server's

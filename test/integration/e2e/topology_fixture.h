@@ -352,14 +352,17 @@ class TopologyFixture : public E2ETest {
   struct EtcdView {
     bool answered = false;                // some member answered member/list
     std::map<std::string, bool> members;  // name -> learner
-    int voters = 0, healthy_voters = 0;   // voters; those whose /health is true
+    // Voters; those whose process answers (quorum counts them: a leader
+    // election makes /health false for a second without losing quorum);
+    // those whose /health is true.
+    int voters = 0, live_voters = 0, healthy_voters = 0;
     std::string Describe() const {
       std::string out = answered ? "" : "(no member answered) ";
       for (const auto& [name, learner] : members) out += name + (learner ? "(learner) " : " ");
-      return out + "voters " + std::to_string(voters) + ", healthy " +
-             std::to_string(healthy_voters);
+      return out + "voters " + std::to_string(voters) + ", live " + std::to_string(live_voters) +
+             ", healthy " + std::to_string(healthy_voters);
     }
-    bool Quorum() const { return answered && healthy_voters >= voters / 2 + 1; }
+    bool Quorum() const { return answered && live_voters >= voters / 2 + 1; }
   };
   EtcdView Etcd() const {
     EtcdView v;
@@ -383,11 +386,19 @@ class TopologyFixture : public E2ETest {
       if (o.is_discarded()) return std::nullopt;
       return o;
     };
-    std::map<std::string, bool> healthy_url;
+    std::map<std::string, bool> healthy_url, live_url;
     for (const auto& url : urls) {
-      auto h = call(url, "GET", "/health", "");
-      healthy_url[url] = h && h->value("health", "") == "true";
-      if (v.answered || !healthy_url[url]) continue;
+      kube::RestConfig rc;
+      rc.server = url;
+      rc.connect_timeout = std::chrono::seconds(1);
+      kube::Transport t(rc);
+      auto h = t.Do("GET", "/health", "", "application/json", std::chrono::seconds(3));
+      live_url[url] = h.ok();
+      const Object health =
+          h.ok() ? Object::parse(h->body, nullptr, false) : Object(Object::value_t::discarded);
+      healthy_url[url] =
+          h.ok() && h->status == 200 && health.is_object() && health.value("health", "") == "true";
+      if (v.answered || !live_url[url]) continue;
       auto list = call(url, "POST", "/v3/cluster/member/list", "{}");
       if (!list) continue;
       v.answered = true;
@@ -405,7 +416,9 @@ class TopologyFixture : public E2ETest {
       const std::string node = name.substr(5);
       const std::string url = pf["metadata"]["annotations"].value("sim.caphv.io/etcd-http", "");
       for (const auto& [member, learner] : v.members) {
-        if (!learner && member.rfind(node + "-", 0) == 0 && healthy_url[url]) ++v.healthy_voters;
+        if (learner || member.rfind(node + "-", 0) != 0) continue;
+        if (live_url[url]) ++v.live_voters;
+        if (healthy_url[url]) ++v.healthy_voters;
       }
     }
     return v;

@@ -365,5 +365,141 @@ TEST_F(TopologyRemediationTest, DeadWorkerIsReplacedAndLeavesNothing) {
   std::cout << "deleted, nothing left, after " << seconds_since_start() << " s\n";
 }
 
+// A dead server: three control-plane machines, one VM's power cut (its etcd
+// member dies with it: two of three answer). The control-plane check
+// (maxUnhealthy 34 % of 3 = 1) marks the Machine; the RKE2 control-plane
+// provider remediates it (etcd keeps quorum without the member), its
+// pre-terminate hook has RKE2 remove the member through the simulator's
+// live members, CAPHV deletes the VM and lets the Node go, and a
+// replacement server joins as a new member. etcd answers with a quorum of
+// healthy voters at every look; in the end three members, none of the dead
+// server, and nothing of it left on Harvester.
+TEST_F(TopologyRemediationTest, DeadServerIsReplacedKeepingEtcdQuorum) {
+  const auto start = std::chrono::steady_clock::now();
+  auto seconds_since_start = [&] {
+    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() -
+                                                            start)
+        .count();
+  };
+  EXPECT_TRUE(Eventually([&] { return !ServingSecretExists(); }, kWait, kPoll))
+      << "kube-system/rke2-serving of an earlier cluster is still in the workload cluster";
+  const Pool pool = CreatePool(8);
+  ApplyClusterClass();
+  CreateAddonConfigMap();
+  CreateTopologyCluster(pool);
+  ASSERT_EQ(WaitForInitialisedNodes(3).size(), 3u);
+  ScaleControlPlane(3);
+  const auto machines = WaitForInitialisedNodes(5);
+  ASSERT_EQ(machines.size(), 5u);
+  EtcdView etcd;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        etcd = Etcd();
+        return etcd.voters == 3 && etcd.healthy_voters == 3 && etcd.members.size() == 3;
+      },
+      kWait, kPoll))
+      << etcd.Describe();
+  std::cout << "3 servers, 3 etcd members after " << seconds_since_start() << " s\n";
+
+  StartNodeLifecycleController();
+  ApplyHealthChecks({{"MHC_UNHEALTHY_TIMEOUT", "10s"}});
+  Object cp_mhc;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        cp_mhc = HealthCheck("control-plane");
+        return Counts(cp_mhc) == "3/3";
+      },
+      kWait, kPoll))
+      << cp_mhc.dump(2);
+
+  // The victim: the oldest server (the cluster's first, which started etcd).
+  std::vector<Object> servers;
+  for (const auto& m : machines) {
+    if (m["metadata"]["labels"].contains(kControlPlaneLabel)) servers.push_back(m);
+  }
+  ASSERT_EQ(servers.size(), 3u);
+  std::sort(servers.begin(), servers.end(), [](const Object& a, const Object& b) {
+    return Str(a, "/metadata/creationTimestamp") < Str(b, "/metadata/creationTimestamp");
+  });
+  const std::string victim_name = NameOf(servers.front());
+  const std::string hm_name = Str(servers.front(), "/spec/infrastructureRef/name");
+  const std::string node_name = Str(servers.front(), "/status/nodeRef/name");
+  auto p = harvester_->Patch(kVirtualMachines, target_ns_, hm_name, kube::PatchType::kMerge,
+                             {{"metadata", {{"annotations", {{"sim.caphv.io/dead", "true"}}}}}});
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  std::cout << "server " << node_name << " powered off after " << seconds_since_start() << " s\n";
+
+  // Remediated and replaced; quorum at every look.
+  int looks = 0;
+  std::string lost;
+  std::string left;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        etcd = Etcd();
+        ++looks;
+        if (!etcd.Quorum() && lost.empty()) lost = etcd.Describe();
+        left.clear();
+        if (MachineNamed(victim_name)) left += " machine";
+        if (HarvesterMachine(hm_name)) left += " harvestermachine";
+        if (!harvester_->Get(kVirtualMachines, target_ns_, hm_name).status().IsNotFound()) {
+          left += " vm";
+        }
+        if (!EntriesOf(pool.name, hm_name).empty()) left += " pool entry";
+        if (!workload_->Get(kNodes, "", node_name).status().IsNotFound()) left += " node";
+        for (const auto& [member, learner] : etcd.members) {
+          if (member.rfind(node_name + "-", 0) == 0) left += " etcd member " + member;
+        }
+        return left.empty() && etcd.voters == 3 && etcd.healthy_voters == 3 &&
+               etcd.members.size() == 3;
+      },
+      std::chrono::seconds(300), kPoll))
+      << "of the dead server, still there:" << left << "; etcd " << etcd.Describe() << "\n"
+      << MachinesSummary();
+  EXPECT_TRUE(lost.empty()) << "etcd lost quorum during the remediation: " << lost;
+  std::cout << "dead server replaced after " << seconds_since_start() << " s (" << looks
+            << " looks at etcd, quorum kept)\n";
+  const auto after = WaitForInitialisedNodes(5);
+  ASSERT_EQ(after.size(), 5u);
+  EXPECT_EQ(ControlPlanes(after), 3u);
+  EXPECT_TRUE(Eventually(
+      [&] {
+        return HarvesterMachines().size() == 5 && NamesOnHarvester(kVirtualMachines).size() == 5 &&
+               CloudInitSecrets() == 5 && EntriesOfThisTest().size() == 5;
+      },
+      kWait, kPoll))
+      << MachinesSummary();
+
+  // Deleting the Cluster leaves nothing.
+  const std::string hc_name = InfraClusterName();
+  ASSERT_TRUE(mgmt_->Delete(kClusters, ns(), cluster_).ok());
+  EXPECT_TRUE(Eventually(
+      [&] {
+        return mgmt_->Get(kClusters, ns(), cluster_).status().IsNotFound() &&
+               mgmt_->Get(kHarvesterClusters, ns(), hc_name).status().IsNotFound() &&
+               HarvesterMachines().empty() && Machines().empty();
+      },
+      kWait, kPoll))
+      << MachinesSummary();
+  EXPECT_TRUE(Eventually(
+      [&] {
+        left = LeftOnHarvester();
+        return left.empty();
+      },
+      kWait, kPoll))
+      << "left on Harvester:" << left;
+  EXPECT_TRUE(Eventually(
+      [&] {
+        auto nodes = workload_->List(kNodes, "");
+        if (!nodes.ok()) return false;
+        for (const auto& n : nodes->items) {
+          if (NameOf(n).rfind(cluster_ + "-", 0) == 0) return false;
+        }
+        return !ServingSecretExists();
+      },
+      kWait, kPoll))
+      << "Nodes of the cluster or kube-system/rke2-serving left in the workload cluster";
+  std::cout << "deleted, nothing left, after " << seconds_since_start() << " s\n";
+}
+
 }  // namespace
 }  // namespace caphv::e2e::topology
