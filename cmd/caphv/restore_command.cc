@@ -1,0 +1,412 @@
+// File: cmd/caphv/restore_command.cc
+
+#include "restore_command.h"
+
+#include <iostream>
+#include <regex>
+#include <set>
+#include <thread>
+
+#include "backup/archive.h"
+#include "backup/restore.h"
+#include "discovery.h"
+#include "kube/client.h"
+#include "kube/config.h"
+
+namespace caphv::cli {
+namespace {
+
+using backup::Found;
+using kube::Object;
+
+constexpr char kMe[] = "caphv restore: ";
+constexpr int kPatchAttempts = 5;
+
+// "90s", "30m", "1h" -> seconds; throws CLI::ValidationError.
+std::chrono::seconds ParseTimeout(const std::string& s) {
+  static const std::regex re("([0-9]+)(s|m|h)");
+  std::smatch m;
+  if (!std::regex_match(s, m, re)) {
+    throw CLI::ValidationError("--timeout", "\"" + s + "\" is not a duration (e.g. 2m)");
+  }
+  const long n = std::stol(m[1]);
+  const std::string unit = m[2];
+  return std::chrono::seconds(unit == "s" ? n : unit == "m" ? n * 60 : n * 3600);
+}
+
+// One object of the backup and what the management cluster holds for it.
+struct Item {
+  Object backup;
+  backup::ObjectRef ref;
+  kube::GroupVersionResource gvr;
+  std::string ns;  // "" for a cluster-scoped kind
+  Found found = Found::kMissing;
+  Object target;  // the object there (found != kMissing), or the one created
+  bool skip = false;
+  bool created = false;
+};
+
+bool ConditionTrue(const Object& o, std::string_view type) {
+  const Object status = o.value("status", Object::object());
+  if (!status.is_object()) return false;
+  for (const auto& c : status.value("conditions", Object::array())) {
+    if (c.is_object() && backup::StringField(c, "type") == type) {
+      return backup::StringField(c, "status") == "True";
+    }
+  }
+  return false;
+}
+
+// What Cluster API's webhook wants of a ClusterClass before it validates a
+// topology Cluster against it.
+bool ClassReconciled(const Object& cc) {
+  const Object status = cc.value("status", Object::object());
+  const Object md = cc.value("metadata", Object::object());
+  return status.is_object() && md.is_object() &&
+         status.value("observedGeneration", int64_t{0}) == md.value("generation", int64_t{-1}) &&
+         ConditionTrue(cc, "VariablesReconciled");
+}
+
+std::string Why(Found f) {
+  switch (f) {
+    case Found::kSame:
+      return "the same object";
+    case Found::kRestored:
+      return "restored before";
+    case Found::kEqual:
+      return "the same content";
+    case Found::kConflict:
+      return "other content, kept with --force";
+    case Found::kMissing:
+      break;
+  }
+  return "";
+}
+
+// Prints "<kind>: N created, M kept" for each kind, in restore order.
+class KindLines {
+ public:
+  explicit KindLines(std::ostream& err) : err_(err) {}
+  void Add(const std::string& kind, bool created) {
+    if (kind != kind_) Flush();
+    kind_ = kind;
+    (created ? created_ : kept_)++;
+  }
+  void Flush() {
+    if (kind_.empty()) return;
+    err_ << kind_ << ": " << created_ << " created";
+    if (kept_ > 0) err_ << ", " << kept_ << " already there";
+    err_ << "\n";
+    kind_.clear();
+    created_ = kept_ = 0;
+  }
+
+ private:
+  std::ostream& err_;
+  std::string kind_;
+  size_t created_ = 0;
+  size_t kept_ = 0;
+};
+
+// Waits (bounded) until the ClusterClass a topology Cluster names is
+// reconciled; a note when it is not.
+void WaitForClass(kube::Client& client, Discovery& discovery, const Item& cluster,
+                  const RestoreFlags& f, std::ostream& err) {
+  std::optional<backup::ObjectRef> cls;
+  for (const auto& ref : backup::ReferencesOf(cluster.backup)) {
+    if (ref.kind == "ClusterClass") cls = ref;
+  }
+  if (!cls) return;
+  auto gvr = discovery.Find(cls->group, "clusterclasses");
+  if (!gvr.ok() || !gvr->has_value()) return;
+  const auto deadline = std::chrono::steady_clock::now() + f.timeout;
+  bool said = false;
+  while (true) {
+    auto cc = client.Get(**gvr, cls->ns, cls->name);
+    if (cc.ok() && ClassReconciled(*cc)) return;
+    if (std::chrono::steady_clock::now() > deadline) {
+      err << "note: " << cls->String() << " is not reconciled after " << f.timeout.count()
+          << " s; Cluster API creates " << cluster.ref.String() << " without checking it\n";
+      return;
+    }
+    if (!said) {
+      err << "waiting for " << cls->String() << " to be reconciled\n";
+      said = true;
+    }
+    std::this_thread::sleep_for(f.poll);
+  }
+}
+
+int RestoreOnto(kube::Client& client, const std::string& default_ns, backup::Backup& b,
+                const RestoreFlags& f, std::ostream& out, std::ostream& err) {
+  Discovery discovery(client);
+  std::vector<Item> items;
+  std::set<std::string> unserved;
+  for (auto& o : b.objects) {
+    Item item;
+    item.ref = backup::RefOf(o);
+    const std::string api_version = backup::StringField(o, "apiVersion");
+    auto gvr = discovery.ForKind(api_version, item.ref.kind);
+    if (!gvr.ok()) {
+      err << kMe << "discovering " << api_version << ": " << gvr.status().message() << "\n";
+      return 1;
+    }
+    if (!gvr->has_value()) {
+      unserved.insert(item.ref.kind + " (" + api_version + ")");
+      continue;
+    }
+    item.gvr = **gvr;
+    if (item.gvr.namespaced) {
+      item.ns = item.ref.ns.empty() ? default_ns : item.ref.ns;
+      o["metadata"]["namespace"] = item.ns;
+      item.ref.ns = item.ns;
+    } else {
+      o["metadata"].erase("namespace");
+      item.ref.ns.clear();
+    }
+    item.backup = std::move(o);
+    items.push_back(std::move(item));
+  }
+  if (!unserved.empty()) {
+    std::string kinds;
+    for (const auto& k : unserved) kinds += (kinds.empty() ? "" : ", ") + k;
+    err << kMe << "the management cluster does not serve " << kinds
+        << ": install their providers first; nothing was written\n";
+    return 1;
+  }
+
+  // What is there already.
+  std::vector<Object> all;
+  all.reserve(items.size());
+  for (const auto& i : items) all.push_back(i.backup);
+  const std::set<backup::ObjectRef> deleting = backup::BeingDeleted(all);
+  std::vector<const Item*> conflicts;
+  std::set<std::string> namespaces;
+  for (auto& i : items) {
+    if (deleting.contains(i.ref)) {
+      i.skip = true;
+      continue;
+    }
+    auto got = client.Get(i.gvr, i.ns, i.ref.name);
+    if (got.ok()) {
+      i.target = std::move(*got);
+      i.found = backup::Compare(i.backup, &i.target);
+    } else if (got.status().IsNotFound()) {
+      i.found = Found::kMissing;
+      if (!i.ns.empty()) namespaces.insert(i.ns);
+    } else {
+      err << kMe << "reading " << i.ref.String() << ": " << got.status().message() << "\n";
+      return 1;
+    }
+    if (i.found == Found::kConflict) conflicts.push_back(&i);
+  }
+  std::vector<std::string> new_namespaces;
+  for (const auto& ns : namespaces) {
+    auto got = client.Get(kube::resources::kNamespaces, "", ns);
+    if (got.status().IsNotFound()) {
+      new_namespaces.push_back(ns);
+    } else if (!got.ok()) {
+      err << kMe << "reading Namespace " << ns << ": " << got.status().message() << "\n";
+      return 1;
+    }
+  }
+  for (const auto* c : conflicts) {
+    err << (f.force ? "note: " : "conflict: ") << c->ref.String() << " exists with other content"
+        << " (uid " << kube::UidOf(c->target) << ")" << (f.force ? ", kept as it is" : "") << "\n";
+  }
+  size_t to_create = 0, kept = 0, skipped = 0;
+  for (const auto& i : items) {
+    if (i.skip) {
+      ++skipped;
+    } else if (i.found == Found::kMissing) {
+      ++to_create;
+    } else {
+      ++kept;
+    }
+  }
+  if (f.dry_run) {
+    for (const auto& ns : new_namespaces) out << "create Namespace " << ns << "\n";
+    for (const auto& i : items) {
+      if (i.skip) {
+        out << "skip " << i.ref.String() << " (being deleted when backed up)\n";
+      } else if (i.found == Found::kMissing) {
+        out << "create " << i.ref.String() << "\n";
+      } else if (i.found == Found::kConflict && !f.force) {
+        out << "conflict " << i.ref.String() << " (other content)\n";
+      } else {
+        out << "keep " << i.ref.String() << " (" << Why(i.found) << ")\n";
+      }
+    }
+  }
+  if (!conflicts.empty() && !f.force) {
+    err << kMe << conflicts.size() << (conflicts.size() == 1 ? " object exists" : " objects exist")
+        << " with other content; nothing was written (--force keeps them as they are and "
+           "restores the rest)\n";
+    return 1;
+  }
+  if (f.dry_run) {
+    err << "dry run: " << new_namespaces.size() << " namespaces and " << to_create
+        << " objects to create, " << kept << " already there, " << skipped
+        << " skipped; nothing was written\n";
+    return 0;
+  }
+
+  // Namespaces, then the objects in order.
+  for (const auto& ns : new_namespaces) {
+    const Object namespace_object = {
+        {"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}};
+    auto r = client.Create(kube::resources::kNamespaces, "", namespace_object);
+    if (!r.ok() && !r.status().IsAlreadyExists()) {
+      err << kMe << "creating Namespace " << ns << ": " << r.status().message() << "\n";
+      return 1;
+    }
+  }
+  if (!new_namespaces.empty()) err << "namespaces: " << new_namespaces.size() << " created\n";
+  for (const auto& i : items) {
+    if (i.skip) err << "skipped " << i.ref.String() << ": it was being deleted when backed up\n";
+  }
+  std::map<std::string, std::string> new_uids;  // uid in the backup -> uid here
+  for (const auto& i : items) {
+    const std::string uid = kube::UidOf(i.backup);
+    if (!i.skip && i.found != Found::kMissing && !uid.empty()) {
+      new_uids[uid] = kube::UidOf(i.target);
+    }
+  }
+  kube::ApplyOptions apply;
+  apply.field_manager = "caphv";
+  apply.force = false;
+  KindLines lines(err);
+  size_t created = 0;
+  for (auto& i : items) {
+    if (i.skip) continue;
+    if (i.found != Found::kMissing) {
+      lines.Add(i.gvr.String(), false);
+      continue;
+    }
+    if (i.ref.kind == "Cluster" && i.backup.value("spec", Object::object()).contains("topology")) {
+      lines.Flush();
+      WaitForClass(client, discovery, i, f, err);
+    }
+    auto r = client.Apply(i.gvr, i.ns, backup::ForRestore(i.backup, new_uids), apply);
+    if (!r.ok()) {
+      lines.Flush();
+      err << kMe << "creating " << i.ref.String() << ": " << r.status().message()
+          << " (run the restore again to go on; what it made is kept)\n";
+      return 1;
+    }
+    i.target = std::move(*r);
+    i.created = true;
+    ++created;
+    if (const std::string uid = kube::UidOf(i.backup); !uid.empty()) {
+      new_uids[uid] = kube::UidOf(i.target);
+    }
+    lines.Add(i.gvr.String(), true);
+  }
+  lines.Flush();
+
+  // Owner references of the objects made before their owners (or by a
+  // restore that stopped before this step).
+  kube::PatchOptions patch_options;
+  patch_options.field_manager = "caphv";
+  size_t linked = 0;
+  for (auto& i : items) {
+    if (i.skip || !(i.created || i.found == Found::kRestored)) continue;
+    const auto desired = backup::RemapOwners(i.backup, new_uids);
+    if (desired.empty()) continue;
+    for (int attempt = 0;; ++attempt) {
+      const auto patch = backup::OwnerPatch(i.target, desired);
+      if (!patch) break;
+      auto r =
+          client.Patch(i.gvr, i.ns, i.ref.name, kube::PatchType::kMerge, *patch, patch_options);
+      if (r.ok()) {
+        i.target = std::move(*r);
+        ++linked;
+        break;
+      }
+      if (!r.status().IsConflict() || attempt + 1 >= kPatchAttempts) {
+        err << kMe << "setting the owners of " << i.ref.String() << ": " << r.status().message()
+            << "\n";
+        return 1;
+      }
+      auto got = client.Get(i.gvr, i.ns, i.ref.name);
+      if (!got.ok()) {
+        err << kMe << "reading " << i.ref.String() << ": " << got.status().message() << "\n";
+        return 1;
+      }
+      i.target = std::move(*got);
+    }
+  }
+  if (linked > 0) err << "owner references: set on " << linked << " objects\n";
+
+  // Everything is there: the Clusters go on.
+  for (auto& i : items) {
+    if (i.skip || !(i.created || i.found == Found::kRestored)) continue;
+    if (i.ref.kind != "Cluster" || i.ref.group != "cluster.x-k8s.io") continue;
+    if (!backup::PausedByRestore(i.target)) continue;
+    auto r = client.Patch(i.gvr, i.ns, i.ref.name, kube::PatchType::kMerge, backup::UnpausePatch(),
+                          patch_options);
+    if (!r.ok()) {
+      err << kMe << "unpausing " << i.ref.String() << ": " << r.status().message() << "\n";
+      return 1;
+    }
+    err << "unpaused " << i.ref.String() << "\n";
+  }
+  err << "restored from " << f.from << ": " << created << " created, " << kept << " already there";
+  if (skipped > 0) err << ", " << skipped << " skipped";
+  err << "\n";
+  return 0;
+}
+
+}  // namespace
+
+CLI::App* AddRestoreCommand(CLI::App& app, RestoreFlags& f) {
+  auto* cmd = app.add_subcommand(
+      "restore", "Re-apply a backup of caphv backup onto a (new) management cluster");
+  cmd->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  cmd->add_option(
+      "--kubeconfig", f.kubeconfig,
+      "Management cluster kubeconfig (default $KUBECONFIG, in-cluster, ~/.kube/config)");
+  cmd->add_option("-f,--from", f.from, "The backup: a directory or a .tar.gz file")->required();
+  cmd->add_flag("--dry-run", f.dry_run, "Print what would be created and kept; write nothing");
+  cmd->add_flag("--force", f.force,
+                "Restore even when objects of the same names with other content exist (they "
+                "are kept as they are)");
+  cmd->add_option_function<std::string>(
+      "--timeout", [&f](const std::string& s) { f.timeout = ParseTimeout(s); },
+      "How long to wait for a ClusterClass to be reconciled (default 2m)");
+  return cmd;
+}
+
+int RunRestore(const RestoreFlags& f, std::ostream& out, std::ostream& err) {
+  auto files = backup::ReadArchive(f.from);
+  if (!files.ok()) {
+    err << kMe << "-f: " << files.status().message() << "\n";
+    return 2;
+  }
+  auto parsed = backup::ParseBackup(*files);
+  if (!parsed.ok()) {
+    err << kMe << f.from << ": " << parsed.status().message() << "\n";
+    return 2;
+  }
+  auto config = kube::LoadDefaultConfig(f.kubeconfig);
+  if (!config.ok()) {
+    err << kMe << "--kubeconfig: " << config.status().message() << "\n";
+    return 2;
+  }
+  auto client = kube::Client::New(*config);
+  if (!client.ok()) {
+    err << kMe << client.status().message() << "\n";
+    return 1;
+  }
+  if (parsed->manifest) {
+    const auto& m = *parsed->manifest;
+    err << "backup of " << m.server << " (management cluster " << m.management_cluster_id
+        << ") taken " << m.created << ": " << parsed->objects.size() << " objects\n";
+  } else {
+    err << "no " << backup::kManifestFile << ": " << parsed->objects.size()
+        << " objects from the YAML files of " << f.from << "\n";
+  }
+  return RestoreOnto(**client, config->default_namespace, *parsed, f, out, err);
+}
+
+}  // namespace caphv::cli
