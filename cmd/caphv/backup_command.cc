@@ -283,9 +283,9 @@ int RunBackup(const BackupFlags& f, std::ostream& /*out*/, std::ostream& err) {
     err << kMe << "-o: " << s.message() << "\n";
     return 1;
   }
-  err << "backup of " << total << " objects in " << namespaces.size()
-      << (namespaces.size() == 1 ? " namespace" : " namespaces") << " written to " << f.output
-      << "\n";
+  err << "backup of " << total << (total == 1 ? " object" : " objects") << " in "
+      << namespaces.size() << (namespaces.size() == 1 ? " namespace" : " namespaces")
+      << " written to " << f.output << "\n";
   return 0;
 }
 

@@ -34,6 +34,11 @@ std::chrono::seconds ParseTimeout(const std::string& s) {
   return std::chrono::seconds(unit == "s" ? n : unit == "m" ? n * 60 : n * 3600);
 }
 
+// "1 object", "2 objects".
+std::string Count(size_t n, const std::string& noun) {
+  return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
+}
+
 // One object of the backup and what the management cluster holds for it.
 struct Item {
   Object backup;
@@ -245,8 +250,8 @@ int RestoreOnto(kube::Client& client, const std::string& default_ns, backup::Bac
     return 1;
   }
   if (f.dry_run) {
-    err << "dry run: " << new_namespaces.size() << " namespaces and " << to_create
-        << " objects to create, " << kept << " already there, " << skipped
+    err << "dry run: " << Count(new_namespaces.size(), "namespace") << " and "
+        << Count(to_create, "object") << " to create, " << kept << " already there, " << skipped
         << " skipped; nothing was written\n";
     return 0;
   }
@@ -336,7 +341,7 @@ int RestoreOnto(kube::Client& client, const std::string& default_ns, backup::Bac
       i.target = std::move(*got);
     }
   }
-  if (linked > 0) err << "owner references: set on " << linked << " objects\n";
+  if (linked > 0) err << "owner references: set on " << Count(linked, "object") << "\n";
 
   // Everything is there: the Clusters go on.
   for (auto& i : items) {
@@ -401,10 +406,10 @@ int RunRestore(const RestoreFlags& f, std::ostream& out, std::ostream& err) {
   if (parsed->manifest) {
     const auto& m = *parsed->manifest;
     err << "backup of " << m.server << " (management cluster " << m.management_cluster_id
-        << ") taken " << m.created << ": " << parsed->objects.size() << " objects\n";
+        << ") taken " << m.created << ": " << Count(parsed->objects.size(), "object") << "\n";
   } else {
-    err << "no " << backup::kManifestFile << ": " << parsed->objects.size()
-        << " objects from the YAML files of " << f.from << "\n";
+    err << "no " << backup::kManifestFile << ": " << Count(parsed->objects.size(), "object")
+        << " from the YAML files of " << f.from << "\n";
   }
   return RestoreOnto(**client, config->default_namespace, *parsed, f, out, err);
 }

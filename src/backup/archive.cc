@@ -15,8 +15,6 @@
 #include <sstream>
 #include <vector>
 
-extern char** environ;
-
 namespace caphv::backup {
 namespace {
 

@@ -26,6 +26,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "backup/objects.h"
@@ -80,7 +81,10 @@ struct PoolEntry {
   std::string pool;
   std::string ip;
   std::string owner;
-  auto operator<=>(const PoolEntry&) const = default;
+  bool operator==(const PoolEntry&) const = default;
+  bool operator<(const PoolEntry& o) const {
+    return std::tie(pool, ip, owner) < std::tie(o.pool, o.ip, o.owner);
+  }
 };
 
 // The entries of `pools` (IPPool objects as Harvester serves them) that

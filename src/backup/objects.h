@@ -10,9 +10,9 @@
 
 #pragma once
 
-#include <compare>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "kube/object.h"
@@ -68,7 +68,10 @@ struct ObjectRef {
   std::string ns;
   std::string name;
 
-  auto operator<=>(const ObjectRef&) const = default;
+  bool operator==(const ObjectRef&) const = default;
+  bool operator<(const ObjectRef& o) const {
+    return std::tie(group, kind, ns, name) < std::tie(o.group, o.kind, o.ns, o.name);
+  }
   // "Cluster ns/name" (or "Kind name" without a namespace).
   std::string String() const;
 };

@@ -29,6 +29,7 @@ using ::testing::UnorderedElementsAreArray;
 
 std::vector<std::string> Names(const std::vector<Object>& objects) {
   std::vector<std::string> out;
+  out.reserve(objects.size());
   for (const auto& o : objects) out.push_back(RefOf(o).String());
   return out;
 }
