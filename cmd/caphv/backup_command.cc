@@ -2,6 +2,7 @@
 
 #include "backup_command.h"
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <filesystem>
@@ -150,6 +151,15 @@ int RunBackup(const BackupFlags& f, std::ostream& /*out*/, std::ostream& err) {
     served.push_back(&kind);
   }
   backup::Selection selection = backup::Select(listed, f.cluster);
+  const std::string where = scope.empty() ? "in any namespace" : "in namespace " + scope;
+  if (!f.cluster.empty() &&
+      std::none_of(selection.objects.begin(), selection.objects.end(), [&](const Object& o) {
+        const backup::ObjectRef r = backup::RefOf(o);
+        return r.kind == "Cluster" && r.name == f.cluster;
+      })) {
+    err << kMe << "--cluster: no Cluster " << f.cluster << " " << where << "\n";
+    return 1;
+  }
 
   // The Secrets labelled with a cluster name, and those the objects name.
   std::vector<Object> secrets;
@@ -277,6 +287,10 @@ int RunBackup(const BackupFlags& f, std::ostream& /*out*/, std::ostream& err) {
   }
   for (const auto& n : notes) err << "note: " << n << "\n";
 
+  if (total == 0) {
+    err << kMe << "nothing to back up " << where << "; nothing was written\n";
+    return 1;
+  }
   manifest.namespaces.assign(namespaces.begin(), namespaces.end());
   files[backup::kManifestFile] = backup::RenderManifest(manifest);
   if (kube::Status s = backup::WriteArchive(f.output, files); !s.ok()) {

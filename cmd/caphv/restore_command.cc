@@ -2,6 +2,7 @@
 
 #include "restore_command.h"
 
+#include <algorithm>
 #include <iostream>
 #include <regex>
 #include <set>
@@ -142,225 +143,256 @@ void WaitForClass(kube::Client& client, Discovery& discovery, const Item& cluste
   }
 }
 
-int RestoreOnto(kube::Client& client, const std::string& default_ns, backup::Backup& b,
-                const RestoreFlags& f, std::ostream& out, std::ostream& err) {
-  Discovery discovery(client);
-  std::vector<Item> items;
-  std::set<std::string> unserved;
-  for (auto& o : b.objects) {
-    Item item;
-    item.ref = backup::RefOf(o);
-    const std::string api_version = backup::StringField(o, "apiVersion");
-    auto gvr = discovery.ForKind(api_version, item.ref.kind);
-    if (!gvr.ok()) {
-      err << kMe << "discovering " << api_version << ": " << gvr.status().message() << "\n";
-      return 1;
-    }
-    if (!gvr->has_value()) {
-      unserved.insert(item.ref.kind + " (" + api_version + ")");
-      continue;
-    }
-    item.gvr = **gvr;
-    if (item.gvr.namespaced) {
-      item.ns = item.ref.ns.empty() ? default_ns : item.ref.ns;
-      o["metadata"]["namespace"] = item.ns;
-      item.ref.ns = item.ns;
-    } else {
-      o["metadata"].erase("namespace");
-      item.ref.ns.clear();
-    }
-    item.backup = std::move(o);
-    items.push_back(std::move(item));
-  }
-  if (!unserved.empty()) {
-    std::string kinds;
-    for (const auto& k : unserved) kinds += (kinds.empty() ? "" : ", ") + k;
-    err << kMe << "the management cluster does not serve " << kinds
-        << ": install their providers first; nothing was written\n";
-    return 1;
-  }
+// One restore: the steps of restore_command.h, in order. Each step returns
+// false after writing its one-line failure to `err`.
+class Restorer {
+ public:
+  Restorer(kube::Client& client, const RestoreFlags& f, std::ostream& out, std::ostream& err)
+      : client_(client), discovery_(client), f_(f), out_(out), err_(err) {}
 
-  // What is there already.
-  std::vector<Object> all;
-  all.reserve(items.size());
-  for (const auto& i : items) all.push_back(i.backup);
-  const std::set<backup::ObjectRef> deleting = backup::BeingDeleted(all);
-  std::vector<const Item*> conflicts;
-  std::set<std::string> namespaces;
-  for (auto& i : items) {
-    if (deleting.contains(i.ref)) {
-      i.skip = true;
-      continue;
-    }
-    auto got = client.Get(i.gvr, i.ns, i.ref.name);
-    if (got.ok()) {
-      i.target = std::move(*got);
-      i.found = backup::Compare(i.backup, &i.target);
-    } else if (got.status().IsNotFound()) {
-      i.found = Found::kMissing;
-      if (!i.ns.empty()) namespaces.insert(i.ns);
-    } else {
-      err << kMe << "reading " << i.ref.String() << ": " << got.status().message() << "\n";
+  int Run(backup::Backup& b, const std::string& default_ns) {
+    if (!Resolve(b, default_ns) || !LookUp()) return 1;
+    const bool refused = !conflicts_.empty() && !f_.force;
+    if (f_.dry_run) PrintPlan();
+    if (refused) {
+      err_ << kMe << Count(conflicts_.size(), "object") << " with other content in the way"
+           << "; nothing was written (--force keeps them as they are and restores the rest)\n";
       return 1;
     }
-    if (i.found == Found::kConflict) conflicts.push_back(&i);
-  }
-  std::vector<std::string> new_namespaces;
-  for (const auto& ns : namespaces) {
-    auto got = client.Get(kube::resources::kNamespaces, "", ns);
-    if (got.status().IsNotFound()) {
-      new_namespaces.push_back(ns);
-    } else if (!got.ok()) {
-      err << kMe << "reading Namespace " << ns << ": " << got.status().message() << "\n";
-      return 1;
+    if (f_.dry_run) {
+      err_ << "dry run: " << Count(new_namespaces_.size(), "namespace") << " and "
+           << Count(Tally(Found::kMissing), "object") << " to create, " << Kept()
+           << " already there, " << Skipped() << " skipped; nothing was written\n";
+      return 0;
     }
-  }
-  for (const auto* c : conflicts) {
-    err << (f.force ? "note: " : "conflict: ") << c->ref.String() << " exists with other content"
-        << " (uid " << kube::UidOf(c->target) << ")" << (f.force ? ", kept as it is" : "") << "\n";
-  }
-  size_t to_create = 0, kept = 0, skipped = 0;
-  for (const auto& i : items) {
-    if (i.skip) {
-      ++skipped;
-    } else if (i.found == Found::kMissing) {
-      ++to_create;
-    } else {
-      ++kept;
-    }
-  }
-  if (f.dry_run) {
-    for (const auto& ns : new_namespaces) out << "create Namespace " << ns << "\n";
-    for (const auto& i : items) {
-      if (i.skip) {
-        out << "skip " << i.ref.String() << " (being deleted when backed up)\n";
-      } else if (i.found == Found::kMissing) {
-        out << "create " << i.ref.String() << "\n";
-      } else if (i.found == Found::kConflict && !f.force) {
-        out << "conflict " << i.ref.String() << " (other content)\n";
-      } else {
-        out << "keep " << i.ref.String() << " (" << Why(i.found) << ")\n";
-      }
-    }
-  }
-  if (!conflicts.empty() && !f.force) {
-    err << kMe << conflicts.size() << (conflicts.size() == 1 ? " object exists" : " objects exist")
-        << " with other content; nothing was written (--force keeps them as they are and "
-           "restores the rest)\n";
-    return 1;
-  }
-  if (f.dry_run) {
-    err << "dry run: " << Count(new_namespaces.size(), "namespace") << " and "
-        << Count(to_create, "object") << " to create, " << kept << " already there, " << skipped
-        << " skipped; nothing was written\n";
+    if (!CreateNamespaces() || !CreateObjects() || !LinkOwners() || !Unpause()) return 1;
+    err_ << "restored from " << f_.from << ": " << created_ << " created, " << Kept()
+         << " already there";
+    if (Skipped() > 0) err_ << ", " << Skipped() << " skipped";
+    err_ << "\n";
     return 0;
   }
 
-  // Namespaces, then the objects in order.
-  for (const auto& ns : new_namespaces) {
-    const Object namespace_object = {
-        {"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}};
-    auto r = client.Create(kube::resources::kNamespaces, "", namespace_object);
-    if (!r.ok() && !r.status().IsAlreadyExists()) {
-      err << kMe << "creating Namespace " << ns << ": " << r.status().message() << "\n";
-      return 1;
-    }
+ private:
+  bool Fail(const std::string& what, const kube::Status& s) {
+    err_ << kMe << what << ": " << s.message() << "\n";
+    return false;
   }
-  if (!new_namespaces.empty()) err << "namespaces: " << new_namespaces.size() << " created\n";
-  for (const auto& i : items) {
-    if (i.skip) err << "skipped " << i.ref.String() << ": it was being deleted when backed up\n";
-  }
-  std::map<std::string, std::string> new_uids;  // uid in the backup -> uid here
-  for (const auto& i : items) {
-    const std::string uid = kube::UidOf(i.backup);
-    if (!i.skip && i.found != Found::kMissing && !uid.empty()) {
-      new_uids[uid] = kube::UidOf(i.target);
-    }
-  }
-  kube::ApplyOptions apply;
-  apply.field_manager = "caphv";
-  apply.force = false;
-  KindLines lines(err);
-  size_t created = 0;
-  for (auto& i : items) {
-    if (i.skip) continue;
-    if (i.found != Found::kMissing) {
-      lines.Add(i.gvr.String(), false);
-      continue;
-    }
-    if (i.ref.kind == "Cluster" && i.backup.value("spec", Object::object()).contains("topology")) {
-      lines.Flush();
-      WaitForClass(client, discovery, i, f, err);
-    }
-    auto r = client.Apply(i.gvr, i.ns, backup::ForRestore(i.backup, new_uids), apply);
-    if (!r.ok()) {
-      lines.Flush();
-      err << kMe << "creating " << i.ref.String() << ": " << r.status().message()
-          << " (run the restore again to go on; what it made is kept)\n";
-      return 1;
-    }
-    i.target = std::move(*r);
-    i.created = true;
-    ++created;
-    if (const std::string uid = kube::UidOf(i.backup); !uid.empty()) {
-      new_uids[uid] = kube::UidOf(i.target);
-    }
-    lines.Add(i.gvr.String(), true);
-  }
-  lines.Flush();
 
-  // Owner references of the objects made before their owners (or by a
+  // Where each object goes; every kind must be served.
+  bool Resolve(backup::Backup& b, const std::string& default_ns) {
+    std::set<std::string> unserved;
+    for (auto& o : b.objects) {
+      Item item;
+      item.ref = backup::RefOf(o);
+      const std::string api_version = backup::StringField(o, "apiVersion");
+      auto gvr = discovery_.ForKind(api_version, item.ref.kind);
+      if (!gvr.ok()) return Fail("discovering " + api_version, gvr.status());
+      if (!gvr->has_value()) {
+        unserved.insert(item.ref.kind + " (" + api_version + ")");
+        continue;
+      }
+      item.gvr = **gvr;
+      if (item.gvr.namespaced) {
+        item.ns = item.ref.ns.empty() ? default_ns : item.ref.ns;
+        o["metadata"]["namespace"] = item.ns;
+      } else {
+        o["metadata"].erase("namespace");
+      }
+      item.ref.ns = item.ns;
+      item.backup = std::move(o);
+      items_.push_back(std::move(item));
+    }
+    if (unserved.empty()) return true;
+    std::string kinds;
+    for (const auto& k : unserved) kinds += (kinds.empty() ? "" : ", ") + k;
+    err_ << kMe << "the management cluster does not serve " << kinds
+         << ": install their providers first; nothing was written\n";
+    return false;
+  }
+
+  // What the management cluster holds under each name, and which
+  // namespaces it lacks.
+  bool LookUp() {
+    std::vector<Object> all;
+    all.reserve(items_.size());
+    for (const auto& i : items_) all.push_back(i.backup);
+    const std::set<backup::ObjectRef> deleting = backup::BeingDeleted(all);
+    std::set<std::string> namespaces;
+    for (auto& i : items_) {
+      if (deleting.contains(i.ref)) {
+        i.skip = true;
+        continue;
+      }
+      auto got = client_.Get(i.gvr, i.ns, i.ref.name);
+      if (got.ok()) {
+        i.target = std::move(*got);
+        i.found = backup::Compare(i.backup, &i.target);
+        if (const std::string uid = kube::UidOf(i.backup); !uid.empty()) {
+          new_uids_[uid] = kube::UidOf(i.target);
+        }
+      } else if (got.status().IsNotFound()) {
+        i.found = Found::kMissing;
+        if (!i.ns.empty()) namespaces.insert(i.ns);
+      } else {
+        return Fail("reading " + i.ref.String(), got.status());
+      }
+      if (i.found == Found::kConflict) {
+        conflicts_.push_back(&i);
+        err_ << (f_.force ? "note: " : "conflict: ") << i.ref.String()
+             << " exists with other content (uid " << kube::UidOf(i.target) << ")"
+             << (f_.force ? ", kept as it is" : "") << "\n";
+      }
+    }
+    for (const auto& ns : namespaces) {
+      auto got = client_.Get(kube::resources::kNamespaces, "", ns);
+      if (got.status().IsNotFound()) {
+        new_namespaces_.push_back(ns);
+      } else if (!got.ok()) {
+        return Fail("reading Namespace " + ns, got.status());
+      }
+    }
+    return true;
+  }
+
+  void PrintPlan() const {
+    for (const auto& ns : new_namespaces_) out_ << "create Namespace " << ns << "\n";
+    for (const auto& i : items_) {
+      if (i.skip) {
+        out_ << "skip " << i.ref.String() << " (being deleted when backed up)\n";
+      } else if (i.found == Found::kMissing) {
+        out_ << "create " << i.ref.String() << "\n";
+      } else if (i.found == Found::kConflict && !f_.force) {
+        out_ << "conflict " << i.ref.String() << " (other content)\n";
+      } else {
+        out_ << "keep " << i.ref.String() << " (" << Why(i.found) << ")\n";
+      }
+    }
+  }
+
+  bool CreateNamespaces() {
+    for (const auto& ns : new_namespaces_) {
+      const Object object = {
+          {"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}};
+      auto r = client_.Create(kube::resources::kNamespaces, "", object);
+      if (!r.ok() && !r.status().IsAlreadyExists())
+        return Fail("creating Namespace " + ns, r.status());
+    }
+    if (!new_namespaces_.empty()) err_ << "namespaces: " << new_namespaces_.size() << " created\n";
+    for (const auto& i : items_) {
+      if (i.skip) err_ << "skipped " << i.ref.String() << ": it was being deleted when backed up\n";
+    }
+    return true;
+  }
+
+  // The missing objects, in order, with the owners that exist by then.
+  bool CreateObjects() {
+    kube::ApplyOptions apply;
+    apply.field_manager = "caphv";
+    apply.force = false;
+    KindLines lines(err_);
+    for (auto& i : items_) {
+      if (i.skip) continue;
+      if (i.found != Found::kMissing) {
+        lines.Add(i.gvr.String(), false);
+        continue;
+      }
+      if (i.ref.kind == "Cluster" &&
+          i.backup.value("spec", Object::object()).contains("topology")) {
+        lines.Flush();
+        WaitForClass(client_, discovery_, i, f_, err_);
+      }
+      auto r = client_.Apply(i.gvr, i.ns, backup::ForRestore(i.backup, new_uids_), apply);
+      if (!r.ok()) {
+        lines.Flush();
+        err_ << kMe << "creating " << i.ref.String() << ": " << r.status().message()
+             << " (run the restore again to go on; what it made is kept)\n";
+        return false;
+      }
+      i.target = std::move(*r);
+      i.created = true;
+      ++created_;
+      if (const std::string uid = kube::UidOf(i.backup); !uid.empty()) {
+        new_uids_[uid] = kube::UidOf(i.target);
+      }
+      lines.Add(i.gvr.String(), true);
+    }
+    lines.Flush();
+    return true;
+  }
+
+  // The owner references of objects made before their owners (or by a
   // restore that stopped before this step).
-  kube::PatchOptions patch_options;
-  patch_options.field_manager = "caphv";
-  size_t linked = 0;
-  for (auto& i : items) {
-    if (i.skip || !(i.created || i.found == Found::kRestored)) continue;
-    const auto desired = backup::RemapOwners(i.backup, new_uids);
-    if (desired.empty()) continue;
-    for (int attempt = 0;; ++attempt) {
-      const auto patch = backup::OwnerPatch(i.target, desired);
-      if (!patch) break;
-      auto r =
-          client.Patch(i.gvr, i.ns, i.ref.name, kube::PatchType::kMerge, *patch, patch_options);
-      if (r.ok()) {
-        i.target = std::move(*r);
-        ++linked;
-        break;
+  bool LinkOwners() {
+    kube::PatchOptions options;
+    options.field_manager = "caphv";
+    size_t linked = 0;
+    for (auto& i : items_) {
+      if (!Ours(i)) continue;
+      const auto desired = backup::RemapOwners(i.backup, new_uids_);
+      if (desired.empty()) continue;
+      for (int attempt = 1;; ++attempt) {
+        const auto patch = backup::OwnerPatch(i.target, desired);
+        if (!patch) break;
+        auto r = client_.Patch(i.gvr, i.ns, i.ref.name, kube::PatchType::kMerge, *patch, options);
+        if (r.ok()) {
+          i.target = std::move(*r);
+          ++linked;
+          break;
+        }
+        if (!r.status().IsConflict() || attempt >= kPatchAttempts) {
+          return Fail("setting the owners of " + i.ref.String(), r.status());
+        }
+        auto got = client_.Get(i.gvr, i.ns, i.ref.name);
+        if (!got.ok()) return Fail("reading " + i.ref.String(), got.status());
+        i.target = std::move(*got);
       }
-      if (!r.status().IsConflict() || attempt + 1 >= kPatchAttempts) {
-        err << kMe << "setting the owners of " << i.ref.String() << ": " << r.status().message()
-            << "\n";
-        return 1;
-      }
-      auto got = client.Get(i.gvr, i.ns, i.ref.name);
-      if (!got.ok()) {
-        err << kMe << "reading " << i.ref.String() << ": " << got.status().message() << "\n";
-        return 1;
-      }
-      i.target = std::move(*got);
     }
+    if (linked > 0) err_ << "owner references: set on " << Count(linked, "object") << "\n";
+    return true;
   }
-  if (linked > 0) err << "owner references: set on " << Count(linked, "object") << "\n";
 
-  // Everything is there: the Clusters go on.
-  for (auto& i : items) {
-    if (i.skip || !(i.created || i.found == Found::kRestored)) continue;
-    if (i.ref.kind != "Cluster" || i.ref.group != "cluster.x-k8s.io") continue;
-    if (!backup::PausedByRestore(i.target)) continue;
-    auto r = client.Patch(i.gvr, i.ns, i.ref.name, kube::PatchType::kMerge, backup::UnpausePatch(),
-                          patch_options);
-    if (!r.ok()) {
-      err << kMe << "unpausing " << i.ref.String() << ": " << r.status().message() << "\n";
-      return 1;
+  // Everything is there: the Clusters the restore paused go on.
+  bool Unpause() {
+    kube::PatchOptions options;
+    options.field_manager = "caphv";
+    for (auto& i : items_) {
+      if (!Ours(i) || i.ref.kind != "Cluster" || i.ref.group != "cluster.x-k8s.io") continue;
+      if (!backup::PausedByRestore(i.target)) continue;
+      auto r = client_.Patch(i.gvr, i.ns, i.ref.name, kube::PatchType::kMerge,
+                             backup::UnpausePatch(), options);
+      if (!r.ok()) return Fail("unpausing " + i.ref.String(), r.status());
+      err_ << "unpaused " << i.ref.String() << "\n";
     }
-    err << "unpaused " << i.ref.String() << "\n";
+    return true;
   }
-  err << "restored from " << f.from << ": " << created << " created, " << kept << " already there";
-  if (skipped > 0) err << ", " << skipped << " skipped";
-  err << "\n";
-  return 0;
-}
+
+  // Made by this restore or an earlier run of it.
+  static bool Ours(const Item& i) { return !i.skip && (i.created || i.found == Found::kRestored); }
+
+  size_t Tally(Found found) const {
+    return std::count_if(items_.begin(), items_.end(),
+                         [&](const Item& i) { return !i.skip && i.found == found; });
+  }
+  size_t Kept() const {
+    return std::count_if(items_.begin(), items_.end(),
+                         [](const Item& i) { return !i.skip && i.found != Found::kMissing; });
+  }
+  size_t Skipped() const {
+    return std::count_if(items_.begin(), items_.end(), [](const Item& i) { return i.skip; });
+  }
+
+  kube::Client& client_;
+  Discovery discovery_;
+  const RestoreFlags& f_;
+  std::ostream& out_;
+  std::ostream& err_;
+  std::vector<Item> items_;
+  std::vector<const Item*> conflicts_;
+  std::vector<std::string> new_namespaces_;
+  std::map<std::string, std::string> new_uids_;  // uid in the backup -> uid here
+  size_t created_ = 0;
+};
 
 }  // namespace
 
@@ -411,7 +443,7 @@ int RunRestore(const RestoreFlags& f, std::ostream& out, std::ostream& err) {
     err << "no " << backup::kManifestFile << ": " << Count(parsed->objects.size(), "object")
         << " from the YAML files of " << f.from << "\n";
   }
-  return RestoreOnto(**client, config->default_namespace, *parsed, f, out, err);
+  return Restorer(**client, f, out, err).Run(*parsed, config->default_namespace);
 }
 
 }  // namespace caphv::cli
