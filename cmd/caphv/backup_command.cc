@@ -77,6 +77,232 @@ CLI::App* AddBackupCommand(CLI::App& app, BackupFlags& f) {
   return cmd;
 }
 
+namespace {
+
+// One backup, step by step. Each step returns false after writing its
+// one-line failure to `err`.
+class Backuper {
+ public:
+  Backuper(kube::Client& client, const kube::RestConfig& config, const BackupFlags& f,
+           std::ostream& err)
+      : client_(client),
+        discovery_(client),
+        f_(f),
+        err_(err),
+        scope_(f.all_namespaces ? "" : (f.ns.empty() ? config.default_namespace : f.ns)),
+        where_(scope_.empty() ? "in any namespace" : "in namespace " + scope_) {
+    manifest_.caphv_version = CAPHV_CLI_VERSION;
+    manifest_.created = NowRfc3339();
+    manifest_.server = config.server;
+    manifest_.all_namespaces = f.all_namespaces;
+    if (!f.all_namespaces) manifest_.scope = {scope_};
+    manifest_.cluster = f.cluster;
+  }
+
+  int Run() {
+    if (!Source() || !List() || !Gather()) return 1;
+    Files();
+    Allocations();
+    for (const auto& n : notes_) err_ << "note: " << n << "\n";
+    if (total_ == 0) {
+      err_ << kMe << "nothing to back up " << where_ << "; nothing was written\n";
+      return 1;
+    }
+    manifest_.namespaces.assign(namespaces_.begin(), namespaces_.end());
+    files_[backup::kManifestFile] = backup::RenderManifest(manifest_);
+    if (kube::Status s = backup::WriteArchive(f_.output, files_); !s.ok()) {
+      err_ << kMe << "-o: " << s.message() << "\n";
+      return 1;
+    }
+    err_ << "backup of " << total_ << (total_ == 1 ? " object" : " objects") << " in "
+         << namespaces_.size() << (namespaces_.size() == 1 ? " namespace" : " namespaces")
+         << " written to " << f_.output << "\n";
+    return 0;
+  }
+
+ private:
+  bool Fail(const std::string& what, const kube::Status& s) {
+    err_ << kMe << what << ": " << s.message() << "\n";
+    return false;
+  }
+
+  // The management cluster's id: its kube-system namespace's uid.
+  bool Source() {
+    auto kube_system = client_.Get(kube::resources::kNamespaces, "", "kube-system");
+    if (!kube_system.ok()) {
+      return Fail("reading the management cluster " + manifest_.server, kube_system.status());
+    }
+    manifest_.management_cluster_id = kube::UidOf(*kube_system);
+    return true;
+  }
+
+  // Every object of the listed kinds in scope, then the backup's among them.
+  bool List() {
+    std::vector<Object> listed;
+    for (const auto& kind : backup::Kinds()) {
+      auto gvr = discovery_.Find(kind.group, kind.resource);
+      if (!gvr.ok()) return Fail("discovering " + kind.Name(), gvr.status());
+      if (!gvr->has_value()) {
+        manifest_.skipped[kind.Name()] = "not served by the management cluster";
+        continue;
+      }
+      auto list = client_.ListAll(**gvr, scope_);
+      if (!list.ok()) return Fail("listing " + kind.Name(), list.status());
+      for (auto& o : list->items) {
+        SetType(o, **gvr, kind.kind);
+        listed.push_back(std::move(o));
+      }
+    }
+    selection_ = backup::Select(listed, f_.cluster);
+    if (!f_.cluster.empty() &&
+        std::none_of(selection_.objects.begin(), selection_.objects.end(), [&](const Object& o) {
+          const backup::ObjectRef r = backup::RefOf(o);
+          return r.kind == "Cluster" && r.name == f_.cluster;
+        })) {
+      err_ << kMe << "--cluster: no Cluster " << f_.cluster << " " << where_ << "\n";
+      return false;
+    }
+    return true;
+  }
+
+  // The Secrets labelled with a cluster name, and the Secrets and
+  // ConfigMaps the objects name.
+  bool Gather() {
+    std::set<backup::ObjectRef> have;
+    kube::ListOptions labelled;
+    labelled.label_selector =
+        std::string(backup::kClusterNameLabel) + (f_.cluster.empty() ? "" : "=" + f_.cluster);
+    auto labelled_secrets = client_.ListAll(kube::resources::kSecrets, scope_, labelled);
+    if (!labelled_secrets.ok()) return Fail("listing secrets", labelled_secrets.status());
+    for (auto& s : labelled_secrets->items) {
+      SetType(s, kube::resources::kSecrets, "Secret");
+      have.insert(backup::RefOf(s));
+      secrets_.push_back(std::move(s));
+    }
+    for (const auto& [refs, gvr, kind, into] :
+         {std::tuple{&selection_.secrets, &kube::resources::kSecrets, "Secret", &secrets_},
+          std::tuple{&selection_.config_maps, &kube::resources::kConfigMaps, "ConfigMap",
+                     &config_maps_}}) {
+      for (const auto& ref : *refs) {
+        if (have.contains(ref)) continue;
+        auto got = client_.Get(*gvr, ref.ns, ref.name);
+        if (got.status().IsNotFound()) {
+          notes_.push_back(ref.String() + ", which the objects name, does not exist");
+          continue;
+        }
+        if (!got.ok()) return Fail("reading " + ref.String(), got.status());
+        SetType(*got, *gvr, kind);
+        have.insert(ref);
+        into->push_back(std::move(*got));
+      }
+    }
+    return true;
+  }
+
+  // One file per kind, a line per kind.
+  void Files() {
+    AddKind(backup::kSecretKind.Name(), secrets_);
+    AddKind(backup::kConfigMapKind.Name(), config_maps_);
+    for (const auto& kind : backup::Kinds()) {
+      if (manifest_.skipped.contains(kind.Name())) {
+        err_ << kind.Name() << ": skipped, not served by the management cluster\n";
+        continue;
+      }
+      std::vector<Object> items;
+      for (const auto& o : selection_.objects) {
+        const backup::ObjectRef r = backup::RefOf(o);
+        if (r.group == kind.group && r.kind == kind.kind) items.push_back(o);
+      }
+      AddKind(kind.Name(), std::move(items));
+    }
+  }
+
+  void AddKind(const std::string& name, std::vector<Object> items) {
+    manifest_.counts[name] = static_cast<int64_t>(items.size());
+    err_ << name << ": " << items.size() << "\n";
+    total_ += items.size();
+    if (items.empty()) return;
+    for (auto& o : items) {
+      if (!kube::NamespaceOf(o).empty()) namespaces_.insert(kube::NamespaceOf(o));
+      o = backup::StripForBackup(std::move(o));
+    }
+    files_[name + ".yaml"] = backup::RenderList(std::move(items));
+  }
+
+  // The clusters' IPPool entries, as a record: from each Harvester the
+  // identity Secrets (or --harvester-kubeconfig) reach. Never a failure.
+  void Allocations() {
+    std::map<std::string, std::string> harvesters;  // identity -> kubeconfig ("" = the flag's)
+    std::string why_none = "Harvester did not answer";
+    if (!f_.harvester_kubeconfig.empty()) {
+      harvesters[""] = "";
+    } else {
+      for (const auto& o : selection_.objects) {
+        if (backup::RefOf(o).kind != "HarvesterCluster") continue;
+        for (const auto& ref : backup::ReferencesOf(o)) {
+          if (ref.kind != "Secret") continue;
+          if (auto kubeconfig = IdentityKubeconfig(secrets_, ref)) {
+            harvesters[ref.ns + "/" + ref.name] = *kubeconfig;
+          } else {
+            notes_.push_back("identity " + ref.String() + " holds no kubeconfig");
+          }
+        }
+      }
+      if (harvesters.empty()) why_none = "no HarvesterCluster with a readable identity Secret";
+    }
+    std::map<std::string, std::vector<backup::PoolEntry>> by_server;
+    size_t entries = 0;
+    for (const auto& [identity, kubeconfig] : harvesters) {
+      auto config = identity.empty() ? kube::LoadKubeconfigFile(f_.harvester_kubeconfig)
+                                     : kube::LoadKubeconfigString(kubeconfig, "/nonexistent");
+      if (!config.ok()) {
+        notes_.push_back("ip pools: " + (identity.empty() ? "--harvester-kubeconfig" : identity) +
+                         ": " + config.status().message());
+        continue;
+      }
+      if (by_server.contains(config->server)) continue;
+      config->request_timeout = std::chrono::seconds(20);
+      auto hv = kube::Client::New(*config);
+      kube::StatusOr<kube::ObjectList> pools = hv.ok()
+                                                   ? (*hv)->ListAll(harvester::kIPPools, "")
+                                                   : kube::StatusOr<kube::ObjectList>(hv.status());
+      if (!pools.ok()) {
+        notes_.push_back("ip pools of " + config->server + ": " + pools.status().message());
+        continue;
+      }
+      auto found = backup::AllocationsOf(pools->items, selection_.objects);
+      entries += found.size();
+      by_server[config->server] = std::move(found);
+    }
+    if (by_server.empty()) {
+      manifest_.allocations = "not recorded: " + why_none;
+      err_ << "ip pool allocations: " << manifest_.allocations << "\n";
+      return;
+    }
+    files_[backup::kAllocationsFile] = backup::RenderAllocations(by_server);
+    manifest_.allocations = std::to_string(entries) + " entries from " +
+                            std::to_string(by_server.size()) + " Harvester";
+    err_ << "ip pool allocations: " << entries << " entries\n";
+  }
+
+  kube::Client& client_;
+  Discovery discovery_;
+  const BackupFlags& f_;
+  std::ostream& err_;
+  const std::string scope_;  // "" = every namespace
+  const std::string where_;  // for messages
+  backup::Manifest manifest_;
+  backup::Selection selection_;
+  std::vector<Object> secrets_;
+  std::vector<Object> config_maps_;
+  std::vector<std::string> notes_;
+  std::map<std::string, std::string> files_;
+  std::set<std::string> namespaces_;
+  size_t total_ = 0;
+};
+
+}  // namespace
+
 int RunBackup(const BackupFlags& f, std::ostream& /*out*/, std::ostream& err) {
   if (f.all_namespaces && !f.ns.empty()) {
     err << kMe << "-n and -A exclude each other\n";
@@ -86,221 +312,24 @@ int RunBackup(const BackupFlags& f, std::ostream& /*out*/, std::ostream& err) {
     err << kMe << "-o: required (a directory, or a file ending in .tar.gz)\n";
     return 2;
   }
-  {
-    std::error_code ec;
-    if (!backup::IsTarball(f.output) && std::filesystem::exists(f.output, ec) &&
-        (!std::filesystem::is_directory(f.output, ec) ||
-         !std::filesystem::is_empty(f.output, ec))) {
-      err << kMe << "-o: " << f.output
-          << " exists and is not an empty directory (name a new one, or a .tar.gz file)\n";
-      return 2;
-    }
+  std::error_code ec;
+  if (!backup::IsTarball(f.output) && std::filesystem::exists(f.output, ec) &&
+      (!std::filesystem::is_directory(f.output, ec) || !std::filesystem::is_empty(f.output, ec))) {
+    err << kMe << "-o: " << f.output
+        << " exists and is not an empty directory (name a new one, or a .tar.gz file)\n";
+    return 2;
   }
   auto config = kube::LoadDefaultConfig(f.kubeconfig);
   if (!config.ok()) {
     err << kMe << "--kubeconfig: " << config.status().message() << "\n";
     return 2;
   }
-  auto client_or = kube::Client::New(*config);
-  if (!client_or.ok()) {
-    err << kMe << client_or.status().message() << "\n";
+  auto client = kube::Client::New(*config);
+  if (!client.ok()) {
+    err << kMe << client.status().message() << "\n";
     return 1;
   }
-  kube::Client& client = **client_or;
-  const std::string scope =
-      f.all_namespaces ? "" : (f.ns.empty() ? config->default_namespace : f.ns);
-
-  backup::Manifest manifest;
-  manifest.caphv_version = CAPHV_CLI_VERSION;
-  manifest.created = NowRfc3339();
-  manifest.server = config->server;
-  manifest.all_namespaces = f.all_namespaces;
-  if (!f.all_namespaces) manifest.scope = {scope};
-  manifest.cluster = f.cluster;
-  auto kube_system = client.Get(kube::resources::kNamespaces, "", "kube-system");
-  if (!kube_system.ok()) {
-    err << kMe << "reading the management cluster " << config->server << ": "
-        << kube_system.status().message() << "\n";
-    return 1;
-  }
-  manifest.management_cluster_id = kube::UidOf(*kube_system);
-
-  // Every object of the listed kinds in scope.
-  Discovery discovery(client);
-  std::vector<Object> listed;
-  std::vector<const backup::Kind*> served;
-  for (const auto& kind : backup::Kinds()) {
-    auto gvr = discovery.Find(kind.group, kind.resource);
-    if (!gvr.ok()) {
-      err << kMe << "discovering " << kind.Name() << ": " << gvr.status().message() << "\n";
-      return 1;
-    }
-    if (!gvr->has_value()) {
-      manifest.skipped[kind.Name()] = "not served by the management cluster";
-      continue;
-    }
-    auto list = client.ListAll(**gvr, scope);
-    if (!list.ok()) {
-      err << kMe << "listing " << kind.Name() << ": " << list.status().message() << "\n";
-      return 1;
-    }
-    for (auto& o : list->items) {
-      SetType(o, **gvr, kind.kind);
-      listed.push_back(std::move(o));
-    }
-    served.push_back(&kind);
-  }
-  backup::Selection selection = backup::Select(listed, f.cluster);
-  const std::string where = scope.empty() ? "in any namespace" : "in namespace " + scope;
-  if (!f.cluster.empty() &&
-      std::none_of(selection.objects.begin(), selection.objects.end(), [&](const Object& o) {
-        const backup::ObjectRef r = backup::RefOf(o);
-        return r.kind == "Cluster" && r.name == f.cluster;
-      })) {
-    err << kMe << "--cluster: no Cluster " << f.cluster << " " << where << "\n";
-    return 1;
-  }
-
-  // The Secrets labelled with a cluster name, and those the objects name.
-  std::vector<Object> secrets;
-  std::vector<Object> config_maps;
-  std::vector<std::string> notes;
-  std::set<backup::ObjectRef> have;
-  kube::ListOptions labelled;
-  labelled.label_selector =
-      std::string(backup::kClusterNameLabel) + (f.cluster.empty() ? "" : "=" + f.cluster);
-  auto labelled_secrets = client.ListAll(kube::resources::kSecrets, scope, labelled);
-  if (!labelled_secrets.ok()) {
-    err << kMe << "listing secrets: " << labelled_secrets.status().message() << "\n";
-    return 1;
-  }
-  for (auto& s : labelled_secrets->items) {
-    SetType(s, kube::resources::kSecrets, "Secret");
-    have.insert(backup::RefOf(s));
-    secrets.push_back(std::move(s));
-  }
-  for (const auto& [refs, gvr, kind, into] :
-       {std::tuple{&selection.secrets, &kube::resources::kSecrets, "Secret", &secrets},
-        std::tuple{&selection.config_maps, &kube::resources::kConfigMaps, "ConfigMap",
-                   &config_maps}}) {
-    for (const auto& ref : *refs) {
-      if (have.contains(ref)) continue;
-      auto got = client.Get(*gvr, ref.ns, ref.name);
-      if (got.status().IsNotFound()) {
-        notes.push_back(ref.String() + ", which the objects name, does not exist");
-        continue;
-      }
-      if (!got.ok()) {
-        err << kMe << "reading " << ref.String() << ": " << got.status().message() << "\n";
-        return 1;
-      }
-      SetType(*got, *gvr, kind);
-      have.insert(ref);
-      into->push_back(std::move(*got));
-    }
-  }
-
-  // The files, one per kind.
-  std::map<std::string, std::string> files;
-  std::set<std::string> namespaces;
-  size_t total = 0;
-  auto add_kind = [&](const std::string& name, std::vector<Object> items) {
-    manifest.counts[name] = static_cast<int64_t>(items.size());
-    err << name << ": " << items.size() << "\n";
-    total += items.size();
-    if (items.empty()) return;
-    for (auto& o : items) {
-      if (!kube::NamespaceOf(o).empty()) namespaces.insert(kube::NamespaceOf(o));
-      o = backup::StripForBackup(std::move(o));
-    }
-    files[name + ".yaml"] = backup::RenderList(std::move(items));
-  };
-  add_kind(backup::kSecretKind.Name(), secrets);
-  add_kind(backup::kConfigMapKind.Name(), config_maps);
-  for (const auto& kind : backup::Kinds()) {
-    if (manifest.skipped.contains(kind.Name())) {
-      err << kind.Name() << ": skipped, not served by the management cluster\n";
-      continue;
-    }
-    std::vector<Object> items;
-    for (const auto& o : selection.objects) {
-      const backup::ObjectRef r = backup::RefOf(o);
-      if (r.group == kind.group && r.kind == kind.kind) items.push_back(o);
-    }
-    add_kind(kind.Name(), std::move(items));
-  }
-
-  // The IPPool entries of the clusters, as a record.
-  std::map<std::string, std::string> harvesters;  // server -> kubeconfig text ("" = the flag's)
-  std::string why_none;
-  if (!f.harvester_kubeconfig.empty()) {
-    harvesters[""] = "";
-  } else {
-    for (const auto& o : selection.objects) {
-      const backup::ObjectRef r = backup::RefOf(o);
-      if (r.kind != "HarvesterCluster") continue;
-      for (const auto& ref : backup::ReferencesOf(o)) {
-        if (ref.kind != "Secret") continue;
-        if (auto kc = IdentityKubeconfig(secrets, ref)) {
-          harvesters[ref.ns + "/" + ref.name] = *kc;
-        } else {
-          notes.push_back("identity " + ref.String() + " holds no kubeconfig");
-        }
-      }
-    }
-    if (harvesters.empty()) why_none = "no HarvesterCluster with a readable identity Secret";
-  }
-  std::map<std::string, std::vector<backup::PoolEntry>> allocations;
-  std::set<std::string> servers_done;
-  size_t entries = 0;
-  for (const auto& [identity, kubeconfig] : harvesters) {
-    auto hv_config = identity.empty() ? kube::LoadKubeconfigFile(f.harvester_kubeconfig)
-                                      : kube::LoadKubeconfigString(kubeconfig, "/nonexistent");
-    if (!hv_config.ok()) {
-      notes.push_back("ip pools: " + (identity.empty() ? "--harvester-kubeconfig" : identity) +
-                      ": " + hv_config.status().message());
-      continue;
-    }
-    if (!servers_done.insert(hv_config->server).second) continue;
-    hv_config->request_timeout = std::chrono::seconds(20);
-    auto hv = kube::Client::New(*hv_config);
-    kube::StatusOr<kube::ObjectList> pools = hv.ok()
-                                                 ? (*hv)->ListAll(harvester::kIPPools, "")
-                                                 : kube::StatusOr<kube::ObjectList>(hv.status());
-    if (!pools.ok()) {
-      notes.push_back("ip pools of " + hv_config->server + ": " + pools.status().message());
-      continue;
-    }
-    auto found = backup::AllocationsOf(pools->items, selection.objects);
-    entries += found.size();
-    allocations[hv_config->server] = std::move(found);
-  }
-  if (!allocations.empty()) {
-    files[backup::kAllocationsFile] = backup::RenderAllocations(allocations);
-    manifest.allocations = std::to_string(entries) + " entries from " +
-                           std::to_string(allocations.size()) + " Harvester";
-    err << "ip pool allocations: " << entries << " entries\n";
-  } else {
-    manifest.allocations =
-        "not recorded: " + (why_none.empty() ? std::string("Harvester did not answer") : why_none);
-    err << "ip pool allocations: " << manifest.allocations << "\n";
-  }
-  for (const auto& n : notes) err << "note: " << n << "\n";
-
-  if (total == 0) {
-    err << kMe << "nothing to back up " << where << "; nothing was written\n";
-    return 1;
-  }
-  manifest.namespaces.assign(namespaces.begin(), namespaces.end());
-  files[backup::kManifestFile] = backup::RenderManifest(manifest);
-  if (kube::Status s = backup::WriteArchive(f.output, files); !s.ok()) {
-    err << kMe << "-o: " << s.message() << "\n";
-    return 1;
-  }
-  err << "backup of " << total << (total == 1 ? " object" : " objects") << " in "
-      << namespaces.size() << (namespaces.size() == 1 ? " namespace" : " namespaces")
-      << " written to " << f.output << "\n";
-  return 0;
+  return Backuper(**client, *config, f, err).Run();
 }
 
 }  // namespace caphv::cli
