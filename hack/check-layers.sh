@@ -13,6 +13,7 @@
 #   src/workload    kube, api, workload
 #   src/controllers kube, api, harvester, webhooks, workload, controllers
 #   src/generate    kube, api, harvester, generate
+#   src/backup      kube, api, harvester, backup
 #   cmd             everything but test/
 #
 # and nothing under src/ includes sim/ or test/ (test tooling on top).
@@ -48,6 +49,7 @@ allowed() {
     src/workload) [[ $to =~ ^src/(kube|api)$ ]] ;;
     src/controllers) [[ $to =~ ^src/(kube|api|harvester|webhooks|workload)$ ]] ;;
     src/generate) [[ $to =~ ^src/(kube|api|harvester)$ ]] ;;
+    src/backup) [[ $to =~ ^src/(kube|api|harvester)$ ]] ;;
     src/*) [[ $to == src/* ]] ;;  # a new folder: at least never sim/ or test/
     cmd) [[ $to != test ]] ;;
     *) return 0 ;;

@@ -2,7 +2,8 @@
 //
 // Fixture of the disaster-recovery scenario (disaster_recovery_test.cc):
 // the operations guide's backup script, the namespaces and the filtered
-// restore docs/operations.md gives, and the fixture that adds a fresh
+// restore docs/operations.md gives, reading what a backup holds (caphv's
+// tarball or the script's folder), and the fixture that adds a fresh
 // management cluster to the bed (`hack/testbed add-cluster --name mgmt2
 // --with-capi`), abandons the old one and cleans both up.
 //
@@ -13,6 +14,8 @@
 
 #include <set>
 
+#include "backup/archive.h"
+#include "backup/restore.h"
 #include "e2e_fixture.h"
 
 namespace caphv::e2e {
@@ -87,6 +90,58 @@ done
 )sh";
 
 inline std::string Quote(const std::string& s) { return "'" + s + "'"; }
+
+// `script` with every kubectl command a server-side dry run: what the
+// apiserver would accept, nothing made.
+inline std::string DryRun(const std::string& script) {
+  const auto first_line = script.find('\n') + 1;
+  return script.substr(0, first_line) + "kubectl() { command kubectl \"$@\" --dry-run=server; }\n" +
+         script.substr(first_line);
+}
+
+// The shell command running this build's `caphv <args>`.
+inline std::string Caphv(const std::string& args) {
+  return Quote(caphv::testing::BuildPath("cmd/caphv/caphv")) + " " + args;
+}
+
+// What a backup holds: its objects as "Kind ns/name", and its record of
+// IPPool entries.
+struct BackupContents {
+  std::set<std::string> names;
+  std::vector<backup::PoolEntry> allocations;
+};
+
+// The backup at `path` (caphv's directory or tarball, or the folder of the
+// guide's script) as caphv restore reads it; only the objects of namespace
+// `ns` when not empty.
+inline BackupContents ReadBackup(const std::filesystem::path& path, const std::string& ns = "") {
+  BackupContents out;
+  auto files = backup::ReadArchive(path.string());
+  if (!files.ok()) {
+    ADD_FAILURE() << path << ": " << files.status().ToString();
+    return out;
+  }
+  auto parsed = backup::ParseBackup(*files);
+  if (!parsed.ok()) {
+    ADD_FAILURE() << path << ": " << parsed.status().ToString();
+    return out;
+  }
+  for (const auto& o : parsed->objects) {
+    const backup::ObjectRef ref = backup::RefOf(o);
+    if (ns.empty() || ref.ns == ns) out.names.insert(ref.String());
+  }
+  if (auto record = files->find(backup::kAllocationsFile); record != files->end()) {
+    auto entries = backup::ParseAllocations(record->second);
+    if (!entries.ok()) {
+      ADD_FAILURE() << entries.status().ToString();
+      return out;
+    }
+    for (const auto& [server, list] : *entries) {
+      out.allocations.insert(out.allocations.end(), list.begin(), list.end());
+    }
+  }
+  return out;
+}
 
 // The owners of `o` as "Kind/name=uid".
 inline std::vector<std::string> OwnersOf(const Object& o) {
@@ -210,6 +265,27 @@ class DisasterRecoveryTest : public E2ETest {
       for (const auto& o : list->items) {
         out.insert("secrets/" + NameOf(o));
         if (IsDeleting(o) && deleting != nullptr) *deleting += " secrets/" + NameOf(o);
+      }
+    }
+    return out;
+  }
+
+  // The managedFields entries of the field manager caphv (what and when it
+  // wrote) on the objects of the restore's kinds in the test's namespace of
+  // `mgmt`: "kind/name" -> the entries. A write of caphv changes them.
+  std::map<std::string, std::string> CaphvWrites(const std::shared_ptr<kube::Client>& mgmt) const {
+    std::map<std::string, std::string> out;
+    for (const auto* gvr :
+         {&kClusters, &kMachineDeployments, &kMachineSets, &kMachines, &kHarvesterClusters,
+          &kHarvesterMachines, &kHarvesterMachineTemplates, &kSecretGvr}) {
+      auto list = mgmt->List(*gvr, ns());
+      if (!list.ok()) continue;
+      for (const auto& o : list->items) {
+        Object entries = Object::array();
+        for (const auto& m : o["metadata"].value("managedFields", Object::array())) {
+          if (m.value("manager", "") == "caphv") entries.push_back(m);
+        }
+        if (!entries.empty()) out[gvr->resource + "/" + NameOf(o)] = entries.dump();
       }
     }
     return out;

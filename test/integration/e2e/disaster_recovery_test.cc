@@ -1,33 +1,38 @@
-// End-to-end: disaster recovery of the management cluster, as the operations
-// guide describes it and as docs/operations.md ("Disaster recovery") proves
-// it must be done. caphv-manager provisions a pool-mode cluster (one
-// control-plane Machine, a MachineDeployment of two workers) on the bed's
-// management cluster; its objects are exported with the operations guide's
-// backup script (`kubectl get <kind> -A -o yaml`, plus the Secrets labelled
-// with a cluster name), and HarvesterMachineTemplates, which that script
-// misses. Then the management cluster is lost: its caphv-manager is killed
-// and its Cluster paused, so the bed's Cluster API manager leaves it alone
-// (deleting anything there would make Cluster API and CAPHV delete VMs).
+// End-to-end: disaster recovery of the management cluster with `caphv
+// backup` and `caphv restore` (docs/cli.md, docs/operations.md "Disaster
+// recovery"), and the operations guide's script beside them.
+// caphv-manager provisions a pool-mode cluster (one control-plane Machine, a
+// MachineDeployment of two workers) on the bed's management cluster. Two
+// backups of it are taken: the operations guide's script (`kubectl get
+// <kind> -A -o yaml`, plus the Secrets labelled with a cluster name, plus
+// HarvesterMachineTemplates, which that script misses), and `caphv backup
+// --cluster` to a .tar.gz, which also records the clusters' IPPool entries.
+// Then the management cluster is lost: its caphv-manager is killed and its
+// Cluster paused, so the bed's Cluster API manager leaves it alone (deleting
+// anything there would make Cluster API and CAPHV delete VMs).
 //
 // A fresh management cluster (`hack/testbed add-cluster --name mgmt2
 // --with-capi`: its own apiserver, so a new kube-system uid, a controller
 // manager with the garbage collector, and the Cluster API core manager) gets
-// CAPHV's CRDs, the backup's namespaces and the identity Secret (not in the
-// backup: it carries no cluster label; the guide re-creates it along with the
-// install). Then:
+// CAPHV's CRDs. Then:
+//   - `caphv restore --dry-run` plans the namespace and every object, and
+//     writes nothing;
 //   - the guide's first restore command, verbatim, shows the hazard: the
 //     garbage collector of the new cluster deletes the HarvesterCluster,
 //     whose ownerReference names a Cluster uid that does not exist there
 //     (with CAPHV running this deletes what the cluster has on Harvester);
-//   - the restore as docs/operations.md says: the guide's order and
-//     `kubectl apply`, each file filtered by yq (ownerReferences and the
-//     server-set fields dropped, Clusters restored paused), a new
-//     caphv-manager against the new cluster, the Cluster unpaused;
-//   - the garbage collector deletes none of the restored objects, Cluster API
-//     gives them owners of the new cluster again;
+//   - the guide's backup holds the objects caphv's does (but the identity
+//     Secret), and the filtered restore of docs/operations.md is accepted by
+//     the new cluster (server-side dry run: the guide's path stays checked
+//     without restoring twice);
+//   - `caphv restore` of the tarball, a new caphv-manager against the new
+//     cluster: every owner reference points at an object of the new cluster
+//     at once, the garbage collector deletes none of the restored objects,
+//     the Cluster is unpaused by the restore;
 //   - every machine is ready again with the same VM (uid), VMI and address,
-//     the pools unchanged, the HarvesterCluster ready with the same endpoint
-//     and the old management cluster id; the new manager created nothing;
+//     the pools as the backup recorded them, the HarvesterCluster ready with
+//     the same endpoint and the old management cluster id; the new manager
+//     created nothing; `caphv restore` run again changes nothing;
 //   - the workers are scaled 2 -> 3 -> 1 and the Cluster deleted: nothing is
 //     left on Harvester and every pool entry is released.
 
@@ -101,6 +106,33 @@ TEST_F(DisasterRecoveryTest, BackupRestoredOnAFreshManagementClusterAdoptsEveryt
   ASSERT_FALSE(backup.empty()) << out;
   std::cout << "[ dr ] backup in " << backup.string() << "\n";
 
+  // ---- The backup, as caphv makes it: this Cluster's objects, to a tarball.
+  t0 = Clock::now();
+  const std::filesystem::path tarball = work_dir_ / "caphv-backup.tar.gz";
+  out.clear();
+  ASSERT_EQ(
+      RunCommand(Caphv("backup --kubeconfig " + Quote(Kubeconfig(caphv::testing::kMgmt)) + " -n " +
+                       ns() + " --cluster " + cluster_ + " -o " + Quote(tarball.string())),
+                 &out),
+      0)
+      << out;
+  std::cout << "[ dr ] caphv backup in " << seconds_since(t0) << " s:\n" << out;
+  const BackupContents saved = ReadBackup(tarball);
+  ASSERT_FALSE(HasFailure());
+  // The identity Secret is in it (the HarvesterCluster names it), and the
+  // record holds both pools' entries as Harvester has them.
+  EXPECT_TRUE(saved.names.contains("Secret " + ns() + "/hv-identity"));
+  std::map<std::string, std::string> recorded;
+  for (const auto& e : saved.allocations) recorded[e.ip] = e.owner;
+  std::map<std::string, std::string> pooled = vm_entries;
+  pooled.insert(lb_entries.begin(), lb_entries.end());
+  EXPECT_EQ(recorded, pooled);
+  // The guide's backup holds the same objects of this namespace, but the
+  // identity Secret, which carries no cluster label.
+  std::set<std::string> in_guide_backup = ReadBackup(backup, ns()).names;
+  in_guide_backup.insert("Secret " + ns() + "/hv-identity");
+  EXPECT_EQ(in_guide_backup, saved.names);
+
   // ---- The management cluster is lost: its caphv-manager dies, its Cluster
   // API manager no longer acts for the cluster. Nothing is deleted there.
   old_mgmt_ = mgmt_;
@@ -124,8 +156,7 @@ TEST_F(DisasterRecoveryTest, BackupRestoredOnAFreshManagementClusterAdoptsEveryt
   ASSERT_TRUE(new_kube_system.ok());
   ASSERT_NE(kube::UidOf(*new_kube_system), old_id) << "not a fresh management cluster";
 
-  // CAPHV's CRDs (the install), the backup's namespaces and the identity
-  // Secret, which the backup does not hold (it has no cluster label).
+  // CAPHV's CRDs (the install).
   const std::string kubectl2 = "kubectl --kubeconfig " + Quote(kubeconfig2) + " ";
   ASSERT_EQ(RunCommand(kubectl2 + "apply --server-side -f " + SourcePath("config/crd/bases") +
                            " && " + kubectl2 + "wait --for condition=established " +
@@ -133,14 +164,22 @@ TEST_F(DisasterRecoveryTest, BackupRestoredOnAFreshManagementClusterAdoptsEveryt
                        &out),
             0)
       << out;
+  const std::string restore =
+      Caphv("restore --kubeconfig " + Quote(kubeconfig2) + " -f " + Quote(tarball.string()));
+
+  // ---- What caphv restore would do: the namespace and every object, nothing
+  // written.
+  out.clear();
+  ASSERT_EQ(RunCommand(restore + " --dry-run 2>/dev/null", &out), 0) << out;
+  EXPECT_NE(out.find("create Namespace " + ns() + "\n"), std::string::npos) << out;
+  for (const auto& name : saved.names) {
+    EXPECT_NE(out.find("create " + name + "\n"), std::string::npos) << name << "\n" << out;
+  }
+  EXPECT_TRUE(mgmt2->Get(kube::resources::kNamespaces, "", ns()).status().IsNotFound());
+
+  // The backup's namespaces, as the guide makes them.
   ASSERT_EQ(
       RunScript("namespaces.sh", kNamespacesScript, kubeconfig2, Quote(backup.string()), &out), 0)
-      << out;
-  ASSERT_EQ(RunCommand(kubectl2 + "-n " + ns() +
-                           " create secret generic hv-identity --from-file=kubeconfig=" +
-                           Quote(Kubeconfig(caphv::testing::kHarvester)),
-                       &out),
-            0)
       << out;
 
   // ---- The hazard, with the guide's first restore command verbatim (no
@@ -173,23 +212,62 @@ TEST_F(DisasterRecoveryTest, BackupRestoredOnAFreshManagementClusterAdoptsEveryt
       [&] { return mgmt2->Get(kHarvesterClusters, ns(), cluster_).status().IsNotFound(); },
       std::chrono::seconds(30), kPoll));
 
+  // ---- The guide's filtered restore is accepted by the new management
+  // cluster (server-side dry run: nothing is made).
+  t0 = Clock::now();
+  const std::string dry_run_script = DryRun(kRestoreScript);
+  out.clear();
+  ASSERT_EQ(RunScript("restore-dry-run.sh", dry_run_script.c_str(), kubeconfig2,
+                      Quote(backup.string()), &out),
+            0)
+      << out;
+  EXPECT_NE(out.find("cluster.cluster.x-k8s.io/" + cluster_ + " created (server dry run)"),
+            std::string::npos)
+      << out;
+  EXPECT_TRUE(mgmt2->Get(kClusters, ns(), cluster_).status().IsNotFound());
+  std::cout << "[ dr ] the guide's restore, server-side dry run, in " << seconds_since(t0)
+            << " s\n";
+
   // ---- The restore: a new caphv-manager for the new management cluster,
-  // then the backup through the filter, Clusters paused.
+  // then caphv restore.
   mgmt_ = mgmt2;
   manager_kubeconfig_ = kubeconfig2;
   moved_ = true;
   StartManager();
   ASSERT_FALSE(HasFailure());
+  // The identity Secret made again by hand (as the guide's restore has it
+  // done), with a note: not the backup's. The restore stops before writing
+  // anything; with --force it keeps that Secret and restores the rest.
   t0 = Clock::now();
   out.clear();
-  ASSERT_EQ(RunScript("restore.sh", kRestoreScript, kubeconfig2, Quote(backup.string()), &out), 0)
+  ASSERT_EQ(
+      RunCommand(
+          kubectl2 + "-n " + ns() + " create secret generic hv-identity --from-file=kubeconfig=" +
+              Quote(Kubeconfig(caphv::testing::kHarvester)) + " --from-literal=note=made-by-hand",
+          &out),
+      0)
       << out;
-  std::cout << "[ dr ] restore:\n" << out;
+  out.clear();
+  EXPECT_EQ(RunCommand(restore, &out), 1) << out;
+  EXPECT_NE(out.find("conflict: Secret " + ns() + "/hv-identity exists with other content"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("nothing was written"), std::string::npos) << out;
+  EXPECT_TRUE(mgmt2->Get(kClusters, ns(), cluster_).status().IsNotFound());
+  out.clear();
+  ASSERT_EQ(RunCommand(restore + " --force", &out), 0) << out;
+  std::cout << "[ dr ] caphv restore in " << seconds_since(t0) << " s:\n" << out;
+  auto identity = mgmt2->Get(kSecretGvr, ns(), "hv-identity");
+  ASSERT_TRUE(identity.ok()) << identity.status().ToString();
+  EXPECT_TRUE((*identity)["data"].contains("note")) << "the Secret made by hand was replaced";
+  EXPECT_NE(out.find("unpaused Cluster " + ns() + "/" + cluster_ + "\n"), std::string::npos) << out;
   std::string deleting;
   const auto restored = RestoredObjects(mgmt2, &deleting);
   EXPECT_EQ(restored, RestoredObjects(old_mgmt_, nullptr));
   EXPECT_EQ(deleting, "");
-  EXPECT_TRUE(OwnersOf(HarvesterClusterObject()).empty());
+  // Every owner reference names an object of the new cluster already.
+  EXPECT_EQ(DanglingOwners(), "");
+  EXPECT_FALSE(OwnersOf(HarvesterClusterObject()).empty());
 
   // The garbage collector has looked at them: a witness owned by an object
   // that does not exist is deleted, the restored objects are not.
@@ -221,12 +299,10 @@ TEST_F(DisasterRecoveryTest, BackupRestoredOnAFreshManagementClusterAdoptsEveryt
             0);
   EXPECT_EQ(out, "");
 
-  // Unpaused: Cluster API and CAPHV take the cluster over.
-  ASSERT_EQ(RunCommand(kubectl2 + "-n " + ns() + " patch cluster " + cluster_ +
-                           " --type merge -p '{\"spec\":{\"paused\":false}}'",
-                       &out),
-            0)
-      << out;
+  // Unpaused by the restore: Cluster API and CAPHV take the cluster over.
+  auto cluster2 = mgmt2->Get(kClusters, ns(), cluster_);
+  ASSERT_TRUE(cluster2.ok()) << cluster2.status().ToString();
+  EXPECT_FALSE((*cluster2)["spec"].value("paused", false));
   std::string why;
   EXPECT_TRUE(Eventually(
       [&] {
@@ -283,6 +359,10 @@ TEST_F(DisasterRecoveryTest, BackupRestoredOnAFreshManagementClusterAdoptsEveryt
   EXPECT_EQ(Str(hc, id_pointer), old_id);
   EXPECT_EQ(Metric("caphv_machine_create_total"), 0.0);
   EXPECT_EQ(Metric("caphv_ippool_allocations_total"), 0.0);
+  // The pools hold what the backup recorded.
+  std::map<std::string, std::string> pooled_now = Allocated(vm_pool.name);
+  for (const auto& [ip, owner] : Allocated(lb_pool.name)) pooled_now[ip] = owner;
+  EXPECT_EQ(pooled_now, recorded);
 
   // The restored objects have owners again, all of the new cluster, and the
   // garbage collector left every one of them alone.
@@ -295,6 +375,19 @@ TEST_F(DisasterRecoveryTest, BackupRestoredOnAFreshManagementClusterAdoptsEveryt
   deleting.clear();
   EXPECT_EQ(RestoredObjects(mgmt2, &deleting), restored);
   EXPECT_EQ(deleting, "");
+
+  // The restore again: everything is there, nothing is written.
+  const auto writes = CaphvWrites(mgmt2);
+  EXPECT_EQ(writes.size(), saved.names.size() - 1) << "every object but the kept Secret";
+  out.clear();
+  ASSERT_EQ(RunCommand(restore + " --force", &out), 0) << out;
+  EXPECT_EQ(CaphvWrites(mgmt2), writes);
+  EXPECT_NE(out.find("restored from " + tarball.string() + ": 0 created, " +
+                     std::to_string(saved.names.size()) + " already there\n"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("owner references"), std::string::npos) << out;
+  EXPECT_EQ(out.find("unpaused"), std::string::npos) << out;
 
   t0 = Clock::now();
   // ---- Scale the workers up: one new VM and one new address, with the
