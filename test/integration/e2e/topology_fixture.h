@@ -424,6 +424,41 @@ class TopologyFixture : public E2ETest {
     return v;
   }
 
+  // Deletes the Cluster and expects nothing of it left: its Cluster API and
+  // CAPHV objects, anything on Harvester or in the pools (LeftOnHarvester),
+  // its Nodes and RKE2's state in the workload cluster.
+  void DeleteClusterExpectingNothingLeft() {
+    const std::string hc_name = InfraClusterName();
+    ASSERT_TRUE(mgmt_->Delete(kClusters, ns(), cluster_).ok());
+    EXPECT_TRUE(Eventually(
+        [&] {
+          return mgmt_->Get(kClusters, ns(), cluster_).status().IsNotFound() &&
+                 mgmt_->Get(kHarvesterClusters, ns(), hc_name).status().IsNotFound() &&
+                 HarvesterMachines().empty() && Machines().empty();
+        },
+        kWait, kPoll))
+        << MachinesSummary();
+    std::string left;
+    EXPECT_TRUE(Eventually(
+        [&] {
+          left = LeftOnHarvester();
+          return left.empty();
+        },
+        kWait, kPoll))
+        << "left on Harvester:" << left;
+    EXPECT_TRUE(Eventually(
+        [&] {
+          auto nodes = workload_->List(kNodes, "");
+          if (!nodes.ok()) return false;
+          for (const auto& n : nodes->items) {
+            if (NameOf(n).rfind(cluster_ + "-", 0) == 0) return false;
+          }
+          return !ServingSecretExists();
+        },
+        kWait, kPoll))
+        << "Nodes of the cluster or kube-system/rke2-serving left in the workload cluster";
+  }
+
   static std::string DumpOf(const kube::StatusOr<Object>& o) {
     return o.ok() ? o->dump() : o.status().ToString();
   }

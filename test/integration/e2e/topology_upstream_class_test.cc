@@ -176,34 +176,7 @@ TEST_F(TopologyUpstreamClassTest, GoProvidersClusterClassProvisionsAndIsDeleted)
 
   // Deleting the Cluster leaves nothing.
   ASSERT_EQ(CloudInitSecrets(), 3u);
-  ASSERT_TRUE(mgmt_->Delete(kClusters, ns(), cluster_).ok());
-  EXPECT_TRUE(Eventually(
-      [&] {
-        return mgmt_->Get(kClusters, ns(), cluster_).status().IsNotFound() &&
-               mgmt_->Get(kHarvesterClusters, ns(), hc_name).status().IsNotFound() &&
-               HarvesterMachines().empty() && Machines().empty();
-      },
-      kWait, kPoll))
-      << MachinesSummary();
-  std::string left;
-  EXPECT_TRUE(Eventually(
-      [&] {
-        left = LeftOnHarvester();
-        return left.empty();
-      },
-      kWait, kPoll))
-      << "left on Harvester:" << left;
-  EXPECT_TRUE(Eventually(
-      [&] {
-        auto nodes = workload_->List(kNodes, "");
-        if (!nodes.ok()) return false;
-        for (const auto& n : nodes->items) {
-          if (NameOf(n).rfind(cluster_ + "-", 0) == 0) return false;
-        }
-        return !ServingSecretExists();
-      },
-      kWait, kPoll))
-      << "Nodes of the cluster or kube-system/rke2-serving left in the workload cluster";
+  DeleteClusterExpectingNothingLeft();
   std::cout << "deleted, nothing left, after " << seconds_since_start() << " s\n";
 }
 
