@@ -302,35 +302,8 @@ TEST_F(GenerateTest, InteractiveApplyProvisionsTheClusterAndDeletingItLeavesNoth
   EXPECT_THAT(out, ::testing::Not(::testing::HasSubstr("applied ClusterClass")));
   EXPECT_THAT(out, ::testing::HasSubstr("is provisioned\n"));
 
-  const std::string hc_name = InfraClusterName();
-  ASSERT_FALSE(hc_name.empty());
-  ASSERT_TRUE(mgmt_->Delete(kClusters, ns(), cluster_).ok());
-  EXPECT_TRUE(Eventually(
-      [&] {
-        return mgmt_->Get(kClusters, ns(), cluster_).status().IsNotFound() &&
-               mgmt_->Get(kHarvesterClusters, ns(), hc_name).status().IsNotFound() &&
-               HarvesterMachines().empty() && Machines().empty();
-      },
-      kWait, kPoll))
-      << MachinesSummary();
-  std::string left;
-  EXPECT_TRUE(Eventually(
-      [&] {
-        left = LeftOnHarvester();
-        return left.empty();
-      },
-      kWait, kPoll))
-      << "left on Harvester:" << left;
-  EXPECT_TRUE(Eventually(
-      [&] {
-        auto nodes = workload_->List(kNodes, "");
-        if (!nodes.ok()) return false;
-        for (const auto& n : nodes->items) {
-          if (NameOf(n).rfind(cluster_ + "-", 0) == 0) return false;
-        }
-        return !ServingSecretExists();
-      },
-      kWait, kPoll));
+  ASSERT_FALSE(InfraClusterName().empty());
+  DeleteClusterExpectingNothingLeft();
 }
 
 }  // namespace

@@ -38,6 +38,7 @@ inline constexpr char kAddonKey[] = "cloud-config.yaml";
 class TopologyFixture : public E2ETest {
  protected:
   void SetUp() override {
+    started_ = std::chrono::steady_clock::now();
     if (Testbed::Get().EnvValue("WITH_RKE2") != "1") {
       GTEST_SKIP() << "the test bed runs without the RKE2 providers (hack/testbed up --with-rke2; "
                       "hack/build-testbins.sh rke2 builds them from the third-party tarball)";
@@ -424,6 +425,35 @@ class TopologyFixture : public E2ETest {
     return v;
   }
 
+  // Seconds since the fixture's clock started (SetUp), for progress lines.
+  long SecondsSinceStart() const {
+    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() -
+                                                            started_)
+        .count();
+  }
+
+  // The bed's workload apiserver stands for the new cluster's: no RKE2 of an
+  // earlier guest cluster left in it (its rke2-serving goes with its last
+  // server Node), or the control plane would count as initialised at once.
+  void ExpectCleanWorkload() {
+    EXPECT_TRUE(Eventually([&] { return !ServingSecretExists(); }, kWait, kPoll))
+        << "kube-system/rke2-serving of an earlier cluster is still in the workload cluster";
+  }
+
+  // Creates `cluster`; the Cluster webhook checks its variables against the
+  // class as soon as Cluster API reconciled it, so a refusal is retried.
+  void CreateCluster(const Object& cluster) {
+    std::string refused;
+    ASSERT_TRUE(Eventually(
+        [&] {
+          auto r = mgmt_->Create(kClusters, ns(), cluster);
+          if (!r.ok()) refused = r.status().ToString();
+          return r.ok();
+        },
+        std::chrono::seconds(30), kPoll))
+        << refused;
+  }
+
   // Deletes the Cluster and expects nothing of it left: its Cluster API and
   // CAPHV objects, anything on Harvester or in the pools (LeftOnHarvester),
   // its Nodes and RKE2's state in the workload cluster.
@@ -468,6 +498,9 @@ class TopologyFixture : public E2ETest {
       return m["metadata"].value("labels", Object::object()).contains(kControlPlaneLabel);
     });
   }
+
+ private:
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
 };
 
 }  // namespace caphv::e2e::topology

@@ -38,21 +38,6 @@ class TopologyRemediationTest : public TopologyFixture {
     if (!work_.empty()) std::filesystem::remove_all(work_);
   }
 
-  // The Cluster of the guides; the Cluster webhook checks its variables
-  // against the class as soon as Cluster API reconciled it.
-  void CreateTopologyCluster(const Pool& pool) {
-    const Object cluster = TopologyCluster(pool);
-    std::string refused;
-    ASSERT_TRUE(Eventually(
-        [&] {
-          auto r = mgmt_->Create(kClusters, ns(), cluster);
-          if (!r.ok()) refused = r.status().ToString();
-          return r.ok();
-        },
-        std::chrono::seconds(30), kPoll))
-        << refused;
-  }
-
   // The real node lifecycle controller against the workload apiserver: a
   // Node whose Lease is not renewed for 20 s turns Ready=Unknown.
   void StartNodeLifecycleController() {
@@ -123,21 +108,14 @@ class TopologyRemediationTest : public TopologyFixture {
 };
 
 TEST_F(TopologyRemediationTest, DeadWorkerIsReplacedAndLeavesNothing) {
-  const auto start = std::chrono::steady_clock::now();
-  auto seconds_since_start = [&] {
-    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() -
-                                                            start)
-        .count();
-  };
-  EXPECT_TRUE(Eventually([&] { return !ServingSecretExists(); }, kWait, kPoll))
-      << "kube-system/rke2-serving of an earlier cluster is still in the workload cluster";
+  ExpectCleanWorkload();
   const Pool pool = CreatePool(8);
   ApplyClusterClass();
   CreateAddonConfigMap();
-  CreateTopologyCluster(pool);
+  CreateCluster(TopologyCluster(pool));
   const auto machines = WaitForInitialisedNodes(3);
   ASSERT_EQ(machines.size(), 3u);
-  std::cout << "3 machines running, Nodes initialised after " << seconds_since_start() << " s\n";
+  std::cout << "3 machines running, Nodes initialised after " << SecondsSinceStart() << " s\n";
 
   StartNodeLifecycleController();
   ApplyHealthChecks({{"MHC_UNHEALTHY_TIMEOUT", "10s"}});
@@ -321,7 +299,7 @@ TEST_F(TopologyRemediationTest, DeadWorkerIsReplacedAndLeavesNothing) {
       kWait, kPoll))
       << workers_mhc.dump(2) << "\n"
       << cp_mhc.dump(2);
-  std::cout << "replaced, checks back to 2/2 and 1/1, after " << seconds_since_start() << " s\n";
+  std::cout << "replaced, checks back to 2/2 and 1/1, after " << SecondsSinceStart() << " s\n";
 
   // Nothing leaked: one VM, disk, cloud-init Secret and pool entry per Machine.
   EXPECT_TRUE(Eventually(
@@ -338,7 +316,7 @@ TEST_F(TopologyRemediationTest, DeadWorkerIsReplacedAndLeavesNothing) {
 
   // Deleting the Cluster leaves nothing.
   DeleteClusterExpectingNothingLeft();
-  std::cout << "deleted, nothing left, after " << seconds_since_start() << " s\n";
+  std::cout << "deleted, nothing left, after " << SecondsSinceStart() << " s\n";
 }
 
 // A dead server: three control-plane machines, one VM's power cut (its etcd
@@ -351,18 +329,11 @@ TEST_F(TopologyRemediationTest, DeadWorkerIsReplacedAndLeavesNothing) {
 // healthy voters at every look; in the end three members, none of the dead
 // server, and nothing of it left on Harvester.
 TEST_F(TopologyRemediationTest, DeadServerIsReplacedKeepingEtcdQuorum) {
-  const auto start = std::chrono::steady_clock::now();
-  auto seconds_since_start = [&] {
-    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() -
-                                                            start)
-        .count();
-  };
-  EXPECT_TRUE(Eventually([&] { return !ServingSecretExists(); }, kWait, kPoll))
-      << "kube-system/rke2-serving of an earlier cluster is still in the workload cluster";
+  ExpectCleanWorkload();
   const Pool pool = CreatePool(8);
   ApplyClusterClass();
   CreateAddonConfigMap();
-  CreateTopologyCluster(pool);
+  CreateCluster(TopologyCluster(pool));
   ASSERT_EQ(WaitForInitialisedNodes(3).size(), 3u);
   ScaleControlPlane(3);
   const auto machines = WaitForInitialisedNodes(5);
@@ -375,7 +346,7 @@ TEST_F(TopologyRemediationTest, DeadServerIsReplacedKeepingEtcdQuorum) {
       },
       kWait, kPoll))
       << etcd.Describe();
-  std::cout << "3 servers, 3 etcd members after " << seconds_since_start() << " s\n";
+  std::cout << "3 servers, 3 etcd members after " << SecondsSinceStart() << " s\n";
 
   StartNodeLifecycleController();
   ApplyHealthChecks({{"MHC_UNHEALTHY_TIMEOUT", "10s"}});
@@ -403,7 +374,7 @@ TEST_F(TopologyRemediationTest, DeadServerIsReplacedKeepingEtcdQuorum) {
   auto p = harvester_->Patch(kVirtualMachines, target_ns_, hm_name, kube::PatchType::kMerge,
                              {{"metadata", {{"annotations", {{"sim.caphv.io/dead", "true"}}}}}});
   ASSERT_TRUE(p.ok()) << p.status().ToString();
-  std::cout << "server " << node_name << " powered off after " << seconds_since_start() << " s\n";
+  std::cout << "server " << node_name << " powered off after " << SecondsSinceStart() << " s\n";
 
   // Remediated and replaced; quorum at every look.
   int looks = 0;
@@ -432,7 +403,7 @@ TEST_F(TopologyRemediationTest, DeadServerIsReplacedKeepingEtcdQuorum) {
       << "of the dead server, still there:" << left << "; etcd " << etcd.Describe() << "\n"
       << MachinesSummary();
   EXPECT_TRUE(lost.empty()) << "etcd lost quorum during the remediation: " << lost;
-  std::cout << "dead server replaced after " << seconds_since_start() << " s (" << looks
+  std::cout << "dead server replaced after " << SecondsSinceStart() << " s (" << looks
             << " looks at etcd, quorum kept)\n";
   const auto after = WaitForInitialisedNodes(5);
   ASSERT_EQ(after.size(), 5u);
@@ -447,7 +418,7 @@ TEST_F(TopologyRemediationTest, DeadServerIsReplacedKeepingEtcdQuorum) {
 
   // Deleting the Cluster leaves nothing.
   DeleteClusterExpectingNothingLeft();
-  std::cout << "deleted, nothing left, after " << seconds_since_start() << " s\n";
+  std::cout << "deleted, nothing left, after " << SecondsSinceStart() << " s\n";
 }
 
 }  // namespace

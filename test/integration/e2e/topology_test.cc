@@ -31,38 +31,19 @@ namespace {
 using TopologyTest = TopologyFixture;
 
 TEST_F(TopologyTest, ClusterOfClassHarvesterRke2ProvisionsScalesAndIsDeleted) {
-  const auto start = std::chrono::steady_clock::now();
-  auto seconds_since_start = [&] {
-    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() -
-                                                            start)
-        .count();
-  };
-  // The bed's workload apiserver stands for the new cluster's: no RKE2 of an
-  // earlier guest cluster left in it (its rke2-serving goes with its last
-  // server Node), or the control plane would count as initialised at once.
-  EXPECT_TRUE(Eventually([&] { return !ServingSecretExists(); }, kWait, kPoll))
-      << "kube-system/rke2-serving of an earlier cluster is still in the workload cluster";
+  ExpectCleanWorkload();
   DeleteAddonObjectsFromWorkload();
   const Pool pool = CreatePool(8);
   ApplyClusterClass();
   ApplyAddons();
-  // The Cluster webhook checks the variables against the reconciled class.
   Object cluster = TopologyCluster(pool);
   cluster["metadata"]["labels"] = AddonLabels();
-  std::string refused;
-  ASSERT_TRUE(Eventually(
-      [&] {
-        auto r = mgmt_->Create(kClusters, ns(), cluster);
-        if (!r.ok()) refused = r.status().ToString();
-        return r.ok();
-      },
-      std::chrono::seconds(30), kPoll))
-      << refused;
+  CreateCluster(cluster);
 
   // Provisioned: one server and two agents, each Node initialised.
   auto machines = WaitForInitialisedNodes(3);
   ASSERT_EQ(machines.size(), 3u);
-  std::cout << "3 machines running, Nodes initialised after " << seconds_since_start() << " s\n";
+  std::cout << "3 machines running, Nodes initialised after " << SecondsSinceStart() << " s\n";
   int control_planes = 0;
   for (const auto& m : machines) {
     if (m["metadata"].value("labels", Object::object()).contains(kControlPlaneLabel)) {
@@ -211,7 +192,7 @@ TEST_F(TopologyTest, ClusterOfClassHarvesterRke2ProvisionsScalesAndIsDeleted) {
   EXPECT_TRUE(Eventually([&] { return ResourceSetBindings() == applied; }, kWait, kPoll))
       << "ClusterResourceSetBinding " << ns() << "/" << cluster_ << ": "
       << DumpOf(mgmt_->Get(kResourceSetBindings, ns(), cluster_));
-  std::cout << "addons applied after " << seconds_since_start() << " s\n";
+  std::cout << "addons applied after " << SecondsSinceStart() << " s\n";
 
   // The control plane through the topology: 1 -> 3 servers, each joining
   // the first (the simulated RKE2 registers no Node otherwise), each with an
@@ -254,14 +235,14 @@ TEST_F(TopologyTest, ClusterOfClassHarvesterRke2ProvisionsScalesAndIsDeleted) {
       },
       kWait, kPoll))
       << DumpOf(mgmt_->Get(kControlPlanes, ns(), Str(c, "/spec/controlPlaneRef/name")));
-  std::cout << "scaled to 3 servers after " << seconds_since_start() << " s\n";
+  std::cout << "scaled to 3 servers after " << SecondsSinceStart() << " s\n";
 
   // Workers through the topology: 2 -> 4.
   ScaleWorkers(4);
   machines = WaitForInitialisedNodes(7);
   ASSERT_EQ(machines.size(), 7u);
   EXPECT_EQ(EntriesOfThisTest().size(), 7u);
-  std::cout << "scaled to 4 workers after " << seconds_since_start() << " s\n";
+  std::cout << "scaled to 4 workers after " << SecondsSinceStart() << " s\n";
 
   // 4 -> 2: the removed machines leave nothing behind.
   ScaleWorkers(2);
@@ -296,7 +277,7 @@ TEST_F(TopologyTest, ClusterOfClassHarvesterRke2ProvisionsScalesAndIsDeleted) {
       },
       kWait, kPoll))
       << "Nodes of removed machines left:" << extra_nodes;
-  std::cout << "scaled back to 2 workers after " << seconds_since_start() << " s\n";
+  std::cout << "scaled back to 2 workers after " << SecondsSinceStart() << " s\n";
 
   // The etcd of the three servers: one voting member each, named as RKE2
   // names them.
@@ -389,7 +370,7 @@ TEST_F(TopologyTest, ClusterOfClassHarvesterRke2ProvisionsScalesAndIsDeleted) {
   EXPECT_TRUE(Eventually(
       [&] { return workload_->Get(kNodes, "", doomed_node).status().IsNotFound(); }, kWait, kPoll))
       << "Node " << doomed_node << " is still there";
-  std::cout << "scaled to 1 server after " << seconds_since_start() << " s (" << looks
+  std::cout << "scaled to 1 server after " << SecondsSinceStart() << " s (" << looks
             << " looks at etcd, quorum kept)\n";
 
   // Deleting the Cluster leaves nothing on Harvester nor in the pools; all
@@ -400,7 +381,7 @@ TEST_F(TopologyTest, ClusterOfClassHarvesterRke2ProvisionsScalesAndIsDeleted) {
   ASSERT_EQ(CloudInitSecrets(), 3u);
   ASSERT_TRUE(ServingSecretExists());
   DeleteClusterExpectingNothingLeft();
-  std::cout << "deleted, nothing left, after " << seconds_since_start() << " s\n";
+  std::cout << "deleted, nothing left, after " << SecondsSinceStart() << " s\n";
   // What the ClusterResourceSets applied stays in a workload cluster; this
   // one is the bed's, shared with the next scenarios.
   DeleteAddonObjectsFromWorkload();

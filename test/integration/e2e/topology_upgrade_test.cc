@@ -22,27 +22,11 @@ inline constexpr char kNewVersion[] = "v1.31.5+rke2r1";
 using TopologyUpgradeTest = TopologyFixture;
 
 TEST_F(TopologyUpgradeTest, VersionBumpReplacesServersOneAtATimeThenWorkersKeepingQuorum) {
-  const auto start = std::chrono::steady_clock::now();
-  auto seconds_since_start = [&] {
-    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() -
-                                                            start)
-        .count();
-  };
-  EXPECT_TRUE(Eventually([&] { return !ServingSecretExists(); }, kWait, kPoll))
-      << "kube-system/rke2-serving of an earlier cluster is still in the workload cluster";
+  ExpectCleanWorkload();
   const Pool pool = CreatePool(8);
   ApplyClusterClass();
   CreateAddonConfigMap();
-  const Object cluster = TopologyCluster(pool);
-  std::string refused;
-  ASSERT_TRUE(Eventually(
-      [&] {
-        auto r = mgmt_->Create(kClusters, ns(), cluster);
-        if (!r.ok()) refused = r.status().ToString();
-        return r.ok();
-      },
-      std::chrono::seconds(30), kPoll))
-      << refused;
+  CreateCluster(TopologyCluster(pool));
   ASSERT_EQ(WaitForInitialisedNodes(3).size(), 3u);
   ScaleControlPlane(3);
   const auto before = WaitForInitialisedNodes(5);
@@ -61,7 +45,7 @@ TEST_F(TopologyUpgradeTest, VersionBumpReplacesServersOneAtATimeThenWorkersKeepi
       },
       kWait, kPoll))
       << etcd.Describe();
-  std::cout << "5 machines at " << kVersion << " after " << seconds_since_start() << " s\n";
+  std::cout << "5 machines at " << kVersion << " after " << SecondsSinceStart() << " s\n";
 
   // The upgrade.
   const Object patch = Object::array(
@@ -106,8 +90,8 @@ TEST_F(TopologyUpgradeTest, VersionBumpReplacesServersOneAtATimeThenWorkersKeepi
   EXPECT_LE(most_servers, 4u) << "more than one extra server at a time";
   EXPECT_TRUE(early_worker.empty()) << "a worker of the new version while an old server ran:\n"
                                     << early_worker;
-  std::cout << "upgraded to " << kNewVersion << " after " << seconds_since_start() << " s ("
-            << looks << " looks, quorum kept)\n";
+  std::cout << "upgraded to " << kNewVersion << " after " << SecondsSinceStart() << " s (" << looks
+            << " looks, quorum kept)\n";
 
   // Every Node at the new version; etcd's members are the new servers'.
   const auto after = WaitForInitialisedNodes(5);
@@ -151,7 +135,7 @@ TEST_F(TopologyUpgradeTest, VersionBumpReplacesServersOneAtATimeThenWorkersKeepi
 
   // Deleting the Cluster leaves nothing.
   DeleteClusterExpectingNothingLeft();
-  std::cout << "deleted, nothing left, after " << seconds_since_start() << " s\n";
+  std::cout << "deleted, nothing left, after " << SecondsSinceStart() << " s\n";
 }
 
 }  // namespace

@@ -84,14 +84,7 @@ TEST_F(TopologyUpstreamClassTest, GoProvidersClusterClassProvisionsAndIsDeleted)
     GTEST_SKIP() << "the Go provider's archive (" << kArchive << ") is not at " << looked_at
                  << "; set CAPHV_GO_PROVIDER_SOURCE or CAPHV_THIRD_PARTY to run this test";
   }
-  const auto start = std::chrono::steady_clock::now();
-  auto seconds_since_start = [&] {
-    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() -
-                                                            start)
-        .count();
-  };
-  EXPECT_TRUE(Eventually([&] { return !ServingSecretExists(); }, kWait, kPoll))
-      << "kube-system/rke2-serving of an earlier cluster is still in the workload cluster";
+  ExpectCleanWorkload();
   const Pool pool = CreatePool(8);
   ApplyClusterClass(*class_file, "harvester-rke2");
   // It is upstream's class: its cluster template has the placeholder endpoint.
@@ -99,21 +92,12 @@ TEST_F(TopologyUpstreamClassTest, GoProvidersClusterClassProvisionsAndIsDeleted)
   ASSERT_TRUE(hct.ok()) << hct.status().ToString();
   ASSERT_EQ(Str(*hct, "/spec/template/spec/controlPlaneEndpoint/host"), "0.0.0.0");
   CreateAddonConfigMap();
-  const Object cluster = TopologyCluster(pool);
-  std::string refused;
-  ASSERT_TRUE(Eventually(
-      [&] {
-        auto r = mgmt_->Create(kClusters, ns(), cluster);
-        if (!r.ok()) refused = r.status().ToString();
-        return r.ok();
-      },
-      std::chrono::seconds(30), kPoll))
-      << refused;
+  CreateCluster(TopologyCluster(pool));
 
   // Provisioned: one server and two agents, each Node initialised.
   auto machines = WaitForInitialisedNodes(3);
   ASSERT_EQ(machines.size(), 3u);
-  std::cout << "3 machines running, Nodes initialised after " << seconds_since_start() << " s\n";
+  std::cout << "3 machines running, Nodes initialised after " << SecondsSinceStart() << " s\n";
   int control_planes = 0;
   for (const auto& m : machines) {
     control_planes += m["metadata"].value("labels", Object::object()).contains(kControlPlaneLabel);
@@ -177,7 +161,7 @@ TEST_F(TopologyUpstreamClassTest, GoProvidersClusterClassProvisionsAndIsDeleted)
   // Deleting the Cluster leaves nothing.
   ASSERT_EQ(CloudInitSecrets(), 3u);
   DeleteClusterExpectingNothingLeft();
-  std::cout << "deleted, nothing left, after " << seconds_since_start() << " s\n";
+  std::cout << "deleted, nothing left, after " << SecondsSinceStart() << " s\n";
 }
 
 }  // namespace
