@@ -77,6 +77,16 @@ class TopologyUpstreamClassTest : public TopologyFixture {
 };
 
 TEST_F(TopologyUpstreamClassTest, GoProvidersClusterClassProvisionsAndIsDeleted) {
+#if defined(__SANITIZE_ADDRESS__)
+  // Known race of upstream's class (docs/differences.md, "Known issues"):
+  // its template's placeholder endpoint 0.0.0.0:6443 is put back by the
+  // topology controller after every write of the load balancer's address,
+  // and Cluster API copies whatever the HarvesterCluster holds when it first
+  // sees it ready. The sanitized manager is slow enough to lose that race
+  // (the Cluster keeps 0.0.0.0, agents cannot join); the regular build runs
+  // the scenario.
+  GTEST_SKIP() << "upstream's placeholder endpoint race; run by the regular build";
+#endif
   std::string looked_at;
   const auto class_file = UpstreamClassFile(&looked_at);
   if (!class_file) {
