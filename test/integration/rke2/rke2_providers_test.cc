@@ -2,9 +2,10 @@
 // (`hack/testbed up --with-capi --with-rke2`): their managers answer their
 // health endpoints, their webhooks default and refuse what a user writes, the
 // older API version is served through their conversion webhook, and the two
-// reconcilers, with the Cluster API core, take a Cluster whose
-// controlPlaneRef is an RKE2ControlPlane from "scaling up" to certificates, a
-// kubeconfig, the first control-plane Machine and its bootstrap data. No
+// reconcilers, with the Cluster API core, hold a Cluster whose controlPlaneRef
+// is an RKE2ControlPlane at "scaling up" while its infrastructure is not ready,
+// and take one whose infrastructure is ready to certificates, a kubeconfig, the
+// first control-plane Machine and its bootstrap data. No
 // caphv-manager runs: the test plays the infrastructure provider and marks
 // the HarvesterCluster ready itself.
 
@@ -201,12 +202,13 @@ TEST_F(Rke2ProvidersTest, OlderApiVersionIsServedThroughTheConversionWebhook) {
   EXPECT_EQ((*old)["spec"]["serverConfig"].value("cni", ""), "calico") << *old;
 }
 
-TEST_F(Rke2ProvidersTest, ControlPlaneOfAClusterIsReconciledToItsFirstMachine) {
-  const std::string ns = ns_->name();
-  const std::string cluster = UniqueName("rke2");
+// The objects of one RKE2 cluster as the project's template writes them: a
+// HarvesterCluster (status left to the caller), a HarvesterMachineTemplate, an
+// RKE2ControlPlane and the Cluster referring to them.
+void CreateRke2Cluster(kube::Client& mgmt, const std::string& ns, const std::string& cluster,
+                       bool infrastructure_ready) {
   const std::string cp_name = cluster + "-control-plane";
   const std::string hc_name = cluster + "-hv";
-
   Json hc = {{"apiVersion", "infrastructure.cluster.x-k8s.io/v1alpha1"},
              {"kind", "HarvesterCluster"},
              {"metadata", {{"name", hc_name}}},
@@ -214,8 +216,18 @@ TEST_F(Rke2ProvidersTest, ControlPlaneOfAClusterIsReconciledToItsFirstMachine) {
               {{"targetNamespace", "default"},
                {"identitySecret", {{"name", "hv-identity"}, {"namespace", ns}}},
                {"loadBalancerConfig", {{"ipamType", "dhcp"}}}}}};
-  auto r = mgmt_->Create(kHarvesterClusters, ns, hc);
+  if (infrastructure_ready) {
+    hc["spec"]["controlPlaneEndpoint"] = {{"host", "10.0.0.10"}, {"port", 6443}};
+  }
+  auto r = mgmt.Create(kHarvesterClusters, ns, hc);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
+  if (infrastructure_ready) {
+    kube::PatchOptions status_patch;
+    status_patch.subresource = "status";
+    auto p = mgmt.Patch(kHarvesterClusters, ns, hc_name, kube::PatchType::kMerge,
+                        Json{{"status", {{"ready", true}}}}, status_patch);
+    ASSERT_TRUE(p.ok()) << p.status().ToString();
+  }
   Json hmt = {{"apiVersion", "infrastructure.cluster.x-k8s.io/v1alpha1"},
               {"kind", "HarvesterMachineTemplate"},
               {"metadata", {{"name", cluster + "-cp"}}},
@@ -232,9 +244,9 @@ TEST_F(Rke2ProvidersTest, ControlPlaneOfAClusterIsReconciledToItsFirstMachine) {
                        {"imageName", "default/image"},
                        {"volumeSize", "40Gi"},
                        {"bootOrder", 0}}}}}}}}}}};
-  r = mgmt_->Create(kHarvesterMachineTemplates, ns, hmt);
+  r = mgmt.Create(kHarvesterMachineTemplates, ns, hmt);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  r = mgmt_->Create(kControlPlanes, ns, ControlPlane(cp_name, cluster + "-cp"));
+  r = mgmt.Create(kControlPlanes, ns, ControlPlane(cp_name, cluster + "-cp"));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   Json c = {{"apiVersion", "cluster.x-k8s.io/v1beta1"},
             {"kind", "Cluster"},
@@ -248,8 +260,25 @@ TEST_F(Rke2ProvidersTest, ControlPlaneOfAClusterIsReconciledToItsFirstMachine) {
                {{"apiVersion", "infrastructure.cluster.x-k8s.io/v1alpha1"},
                 {"kind", "HarvesterCluster"},
                 {"name", hc_name}}}}}};
-  r = mgmt_->Create(kClusters, ns, c);
+  r = mgmt.Create(kClusters, ns, c);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
+}
+
+// The control-plane manager's log lines about one cluster, to tell why a wait
+// ran out.
+std::string ControlPlaneLog(const std::string& cluster) {
+  std::string out;
+  RunCommand("grep -F '" + cluster + "' '" + Testbed::Get().dir() +
+                 "/logs/rke2-controlplane.log' | tail -n 40 | cut -c1-400",
+             &out);
+  return out;
+}
+
+TEST_F(Rke2ProvidersTest, ControlPlaneWaitsForTheInfrastructure) {
+  const std::string ns = ns_->name();
+  const std::string cluster = UniqueName("rke2");
+  const std::string cp_name = cluster + "-control-plane";
+  ASSERT_NO_FATAL_FAILURE(CreateRke2Cluster(*mgmt_, ns, cluster, /*infrastructure_ready=*/false));
 
   // Owned by the Cluster (Cluster API core), the control-plane manager takes
   // it: its finalizer and "scaling up", waiting for the infrastructure.
@@ -263,7 +292,8 @@ TEST_F(Rke2ProvidersTest, ControlPlaneOfAClusterIsReconciledToItsFirstMachine) {
         return resized != nullptr && resized->value("reason", "") == "ScalingUp";
       },
       std::chrono::seconds(60)))
-      << cp.dump(2);
+      << cp.dump(2) << "\n"
+      << ControlPlaneLog(cluster);
   EXPECT_TRUE(OwnedBy(cp, "Cluster", cluster)) << cp["metadata"].dump();
   EXPECT_EQ(cp["metadata"].value("finalizers", Json::array()),
             Json::array({"rke2.controlplane.cluster.x-k8s.io"}));
@@ -271,19 +301,25 @@ TEST_F(Rke2ProvidersTest, ControlPlaneOfAClusterIsReconciledToItsFirstMachine) {
   ASSERT_NE(resized, nullptr);
   EXPECT_EQ(resized->value("message", ""), "Scaling up control plane to 1 replicas (actual 0)");
 
-  // No certificates while the infrastructure is not ready.
+  // No certificates and no Machine while the infrastructure is not ready.
   EXPECT_EQ(mgmt_->Get(kSecrets, ns, cluster + "-ca").status().code(), kube::StatusCode::kNotFound);
+  kube::ListOptions opts;
+  opts.label_selector = "cluster.x-k8s.io/cluster-name=" + cluster;
+  auto machines = mgmt_->List(kMachines, ns, opts);
+  ASSERT_TRUE(machines.ok()) << machines.status().ToString();
+  EXPECT_TRUE(machines->items.empty());
+}
 
-  // The infrastructure provider's part: the endpoint, then ready.
-  auto p = mgmt_->Patch(
-      kHarvesterClusters, ns, hc_name, kube::PatchType::kMerge,
-      Json{{"spec", {{"controlPlaneEndpoint", {{"host", "10.0.0.10"}, {"port", 6443}}}}}});
-  ASSERT_TRUE(p.ok()) << p.status().ToString();
-  kube::PatchOptions status_patch;
-  status_patch.subresource = "status";
-  p = mgmt_->Patch(kHarvesterClusters, ns, hc_name, kube::PatchType::kMerge,
-                   Json{{"status", {{"ready", true}}}}, status_patch);
-  ASSERT_TRUE(p.ok()) << p.status().ToString();
+// The infrastructure is ready before the Cluster exists, as when the
+// infrastructure provider is quick: while it is not, every reconcile of the
+// control-plane manager fails ("kubeconfig not found") and its retry delay
+// doubles, so a step that fails once after a long wait is retried only
+// minutes later.
+TEST_F(Rke2ProvidersTest, ControlPlaneOfAClusterIsReconciledToItsFirstMachine) {
+  const std::string ns = ns_->name();
+  const std::string cluster = UniqueName("rke2");
+  const std::string cp_name = cluster + "-control-plane";
+  ASSERT_NO_FATAL_FAILURE(CreateRke2Cluster(*mgmt_, ns, cluster, /*infrastructure_ready=*/true));
 
   // The cluster's certificates and kubeconfig, made by the control-plane
   // manager and owned by the RKE2ControlPlane; the join token, made by the
@@ -330,7 +366,8 @@ TEST_F(Rke2ProvidersTest, ControlPlaneOfAClusterIsReconciledToItsFirstMachine) {
         return !machine["spec"]["bootstrap"].value("dataSecretName", "").empty();
       },
       std::chrono::seconds(90)))
-      << machine.dump(2);
+      << machine.dump(2) << "\n"
+      << ControlPlaneLog(cluster);
   EXPECT_TRUE(OwnedBy(machine, "RKE2ControlPlane", cp_name)) << machine["metadata"].dump();
   EXPECT_EQ(machine["spec"].value("version", ""), "v1.32.4+rke2r1");
   EXPECT_EQ(machine["spec"]["bootstrap"]["configRef"].value("kind", ""), "RKE2Config");
