@@ -115,7 +115,7 @@ kube::Status Manager::StartServers() {
                                 .cert_dir = options_.webhook_cert_dir,
                                 .cert_name = options_.webhook_cert_name,
                                 .key_name = options_.webhook_key_name});
-    webhooks::RegisterValidatingWebhooks(*webhook_server_);
+    webhooks::RegisterWebhooks(*webhook_server_);
     CAPHV_RETURN_IF_ERROR(webhook_server_->Start());
     webhook_serving_.store(true);
     log_.Info("Serving webhooks",

@@ -27,8 +27,6 @@ const GroupVersionResource kNetworks{"k8s.cni.cncf.io", "v1", "network-attachmen
 const GroupVersionResource kCrds{"apiextensions.k8s.io", "v1", "customresourcedefinitions", false};
 const GroupVersionResource kClusterRoles{"rbac.authorization.k8s.io", "v1", "clusterroles", false};
 const GroupVersionResource kClusterClasses{"cluster.x-k8s.io", "v1beta1", "clusterclasses", true};
-const GroupVersionResource kMutatingWebhookConfigurations{"admissionregistration.k8s.io", "v1",
-                                                          "mutatingwebhookconfigurations", false};
 
 // Short timeouts: a Harvester (or management cluster) that does not answer is
 // a failed check within seconds.
@@ -374,8 +372,8 @@ std::vector<Check> ManagementChecks(const DoctorFlags& f) {
   }
   if (ns.ok()) ns_labels = (*ns)["metadata"].value("labels", Json::object());
   std::vector<Json> webhook_configs;
-  for (const auto* gvr :
-       {&kube::resources::kValidatingWebhookConfigurations, &kMutatingWebhookConfigurations}) {
+  for (const auto* gvr : {&kube::resources::kValidatingWebhookConfigurations,
+                          &kube::resources::kMutatingWebhookConfigurations}) {
     if (auto l = client.List(*gvr, ""); l.ok()) {
       for (auto& c : l->items) webhook_configs.push_back(std::move(c));
     }

@@ -60,6 +60,8 @@ inline const GroupVersionResource kRoleBindings{"rbac.authorization.k8s.io", "v1
 inline const GroupVersionResource kDeployments{"apps", "v1", "deployments", true};
 inline const GroupVersionResource kValidatingWebhookConfigurations{
     "admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations", false};
+inline const GroupVersionResource kMutatingWebhookConfigurations{
+    "admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations", false};
 }  // namespace resources
 
 }  // namespace caphv::kube

@@ -12,8 +12,10 @@
 #include <chrono>
 #include <exception>
 
+#include "kube/base64.h"
 #include "kube/log.h"
 #include "kube/metrics.h"
+#include "webhooks/mutation.h"
 #include "webhooks/validation.h"
 
 namespace caphv::webhooks {
@@ -23,13 +25,17 @@ constexpr std::string_view kGroup = "infrastructure.cluster.x-k8s.io";
 constexpr std::string_view kReviewV1 = "admission.k8s.io/v1";
 constexpr std::string_view kReviewV1beta1 = "admission.k8s.io/v1beta1";
 
-ValidatingWebhook Hook(std::string kind) {
+Webhook Hook(std::string kind, bool mutating = false) {
   std::string lower;
   for (char c : kind) lower += static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
-  return {.kind = kind,
-          .resource = lower + "s",
-          .path = "/validate-infrastructure-cluster-x-k8s-io-v1alpha1-" + lower,
-          .name = "v" + lower + ".kb.io"};
+  Webhook hook{.kind = kind,
+               .resource = lower + "s",
+               .path = std::string(mutating ? "/mutate" : "/validate") +
+                       "-infrastructure-cluster-x-k8s-io-v1alpha1-" + lower,
+               .name = (mutating ? "m" : "v") + lower + ".kb.io",
+               .mutating = mutating};
+  if (mutating) hook.operations = {"UPDATE"};
+  return hook;
 }
 
 std::string StringAt(const api::Json& j, std::string_view key) {
@@ -87,7 +93,7 @@ api::Json InvalidDenial(std::string_view api_version, std::string_view uid, std:
                     std::move(details));
 }
 
-api::Json ReviewUnsafe(const api::Json& review, std::string_view kind) {
+api::Json ReviewUnsafe(const api::Json& review, std::string_view kind, bool mutating) {
   if (!review.is_object()) {
     return Denied("", 400, "BadRequest", "the request body is not an AdmissionReview object");
   }
@@ -109,7 +115,8 @@ api::Json ReviewUnsafe(const api::Json& review, std::string_view kind) {
   std::string got_kind = StringAt(req.value("kind", api::Json::object()), "kind");
   if (!got_kind.empty() && got_kind != kind) {
     return DeniedWith(api_version, uid, 400, "BadRequest",
-                      "this webhook validates " + std::string(kind) + ", not " + got_kind);
+                      std::string(mutating ? "this webhook mutates " : "this webhook validates ") +
+                          std::string(kind) + ", not " + got_kind);
   }
   const std::string operation = StringAt(req, "operation");
   if (operation == "DELETE" || operation == "CONNECT") {
@@ -134,6 +141,17 @@ api::Json ReviewUnsafe(const api::Json& review, std::string_view kind) {
     }
     old_object = &*old_it;
   }
+  if (mutating) {
+    api::Json out = Allowed(uid);
+    out["apiVersion"] = api_version;
+    const api::Json patch = kind == "HarvesterCluster" ? HarvesterClusterPatch(*obj_it, old_object)
+                                                       : api::Json::array();
+    if (!patch.empty()) {
+      out["response"]["patchType"] = "JSONPatch";
+      out["response"]["patch"] = kube::Base64Encode(patch.dump());
+    }
+    return out;
+  }
   FieldErrors errors = ValidateAdmission(kind, *obj_it, old_object);
   if (errors.empty()) {
     api::Json out = Allowed(uid);
@@ -153,10 +171,15 @@ kube::HttpResponse JsonResponse(const api::Json& body) {
 
 }  // namespace
 
-const std::vector<ValidatingWebhook>& ValidatingWebhooks() {
-  static const auto* hooks = new std::vector<ValidatingWebhook>{
-      Hook("HarvesterCluster"), Hook("HarvesterMachine"), Hook("HarvesterClusterTemplate"),
-      Hook("HarvesterMachineTemplate")};
+const std::vector<Webhook>& ValidatingWebhooks() {
+  static const auto* hooks =
+      new std::vector<Webhook>{Hook("HarvesterCluster"), Hook("HarvesterMachine"),
+                               Hook("HarvesterClusterTemplate"), Hook("HarvesterMachineTemplate")};
+  return *hooks;
+}
+
+const std::vector<Webhook>& MutatingWebhooks() {
+  static const auto* hooks = new std::vector<Webhook>{Hook("HarvesterCluster", true)};
   return *hooks;
 }
 
@@ -178,23 +201,38 @@ api::Json Denied(std::string_view uid, int code, std::string_view reason, std::s
   return ResponseReview(kReviewV1, {{"uid", uid}, {"allowed", false}, {"status", status}});
 }
 
-api::Json Review(const api::Json& review, std::string_view kind) {
+namespace {
+
+api::Json SafeReview(const api::Json& review, std::string_view kind, bool mutating) {
   try {
-    return ReviewUnsafe(review, kind);
+    return ReviewUnsafe(review, kind, mutating);
   } catch (const std::exception& e) {
     std::string uid;
     if (review.is_object()) {
       if (auto req = review.find("request"); req != review.end()) uid = StringAt(*req, "uid");
     }
-    kube::log::Root().WithName("webhook").Error(e.what(), "Validation failed with an exception",
-                                                {{"kind", kind}, {"uid", uid}});
+    kube::log::Root().WithName("webhook").Error(
+        e.what(),
+        mutating ? "Mutation failed with an exception" : "Validation failed with an exception",
+        {{"kind", kind}, {"uid", uid}});
     return Denied(uid, 500, "InternalError",
-                  std::string("internal error while validating: ") + e.what());
+                  std::string(mutating ? "internal error while mutating: "
+                                       : "internal error while validating: ") +
+                      e.what());
   }
 }
 
-kube::HttpResponse HandleAdmission(const kube::HttpRequest& request,
-                                   const ValidatingWebhook& hook) {
+}  // namespace
+
+api::Json Review(const api::Json& review, std::string_view kind) {
+  return SafeReview(review, kind, /*mutating=*/false);
+}
+
+api::Json MutationReview(const api::Json& review, std::string_view kind) {
+  return SafeReview(review, kind, /*mutating=*/true);
+}
+
+kube::HttpResponse HandleAdmission(const kube::HttpRequest& request, const Webhook& hook) {
   static const kube::log::Logger base = kube::log::Root().WithName("webhook");
   auto start = std::chrono::steady_clock::now();
   auto& metrics = Metrics();
@@ -233,7 +271,7 @@ kube::HttpResponse HandleAdmission(const kube::HttpRequest& request,
     return finish(JsonResponse(
         Denied("", 400, "BadRequest", "the request body is not valid JSON (AdmissionReview)")));
   }
-  api::Json answer = Review(review, hook.kind);
+  api::Json answer = hook.mutating ? MutationReview(review, hook.kind) : Review(review, hook.kind);
 
   // Log the decision keyed by object; never the object itself.
   const api::Json& req =
@@ -250,7 +288,9 @@ kube::HttpResponse HandleAdmission(const kube::HttpRequest& request,
                                  {"object", kube::log::KRef(ns, name)},
                                  {"operation", StringAt(req, "operation")},
                                  {"uid", StringAt(req, "uid")}});
-  if (allowed) {
+  if (allowed && resp.contains("patch")) {
+    logger.V(2).Info("Admission patched", {{"patchType", StringAt(resp, "patchType")}});
+  } else if (allowed) {
     logger.V(4).Info("Admission allowed");
   } else {
     // The field paths only: rejected values stay out of the logs.
@@ -267,11 +307,13 @@ kube::HttpResponse HandleAdmission(const kube::HttpRequest& request,
   return finish(JsonResponse(answer));
 }
 
-void RegisterValidatingWebhooks(kube::HttpServer& server) {
+void RegisterWebhooks(kube::HttpServer& server) {
   Metrics();
-  for (const auto& hook : ValidatingWebhooks()) {
-    server.Handle(hook.path,
-                  [&hook](const kube::HttpRequest& r) { return HandleAdmission(r, hook); });
+  for (const auto* hooks : {&ValidatingWebhooks(), &MutatingWebhooks()}) {
+    for (const auto& hook : *hooks) {
+      server.Handle(hook.path,
+                    [&hook](const kube::HttpRequest& r) { return HandleAdmission(r, hook); });
+    }
   }
 }
 

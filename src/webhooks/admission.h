@@ -1,15 +1,17 @@
 // File: webhooks/admission.h
 //
-// The validating admission webhooks of the CAPHV kinds, speaking
-// admission.k8s.io/v1 AdmissionReview over the runtime's HttpServer.
+// The admission webhooks of the CAPHV kinds, speaking admission.k8s.io/v1
+// AdmissionReview over the runtime's HttpServer.
 //
 //   kube::HttpServer server({.name = "webhook", .bind_address = ":9443",
 //                            .body_limit = kAdmissionBodyLimit, .cert_dir = dir});
-//   webhooks::RegisterValidatingWebhooks(server);
+//   webhooks::RegisterWebhooks(server);
 //
-// For each request: CREATE and UPDATE run the rules of webhooks/validation.h
-// on `request.object` (and `request.oldObject`); DELETE and CONNECT are
-// allowed. A denial carries a metav1.Status like the apiserver's own
+// Validating webhooks: CREATE and UPDATE run the rules of
+// webhooks/validation.h on `request.object` (and `request.oldObject`); DELETE
+// and CONNECT are allowed. The mutating webhook (HarvesterCluster, UPDATE)
+// allows every well-formed request and answers with the JSON Patch of
+// webhooks/mutation.h when there is one. A denial carries a metav1.Status like the apiserver's own
 // validation: code 422, reason "Invalid", message
 //   HarvesterMachine.infrastructure.cluster.x-k8s.io "m" is invalid: spec.cpu: Invalid value: 0:
 //   ...
@@ -17,8 +19,10 @@
 // Malformed reviews are denied with code 400, never answered with a crash;
 // an internal failure is denied with code 500.
 //
-// The paths are those of the Go provider's kubebuilder markers:
+// The validating paths are those of the Go provider's kubebuilder markers:
 //   /validate-infrastructure-cluster-x-k8s-io-v1alpha1-<lower-case kind>
+// The mutating one (the Go provider has none) is named the same way:
+//   /mutate-infrastructure-cluster-x-k8s-io-v1alpha1-harvestercluster
 //
 // Thread safety: stateless functions; the handlers may run concurrently.
 
@@ -38,19 +42,27 @@ namespace caphv::webhooks {
 // objects plus 1 MiB); a little headroom for the HTTP layer.
 inline constexpr size_t kAdmissionBodyLimit = (7u << 20) + (64u << 10);
 
-struct ValidatingWebhook {
+struct Webhook {
   std::string kind;      // "HarvesterMachine"
   std::string resource;  // "harvestermachines"
   std::string path;      // "/validate-infrastructure-cluster-x-k8s-io-v1alpha1-harvestermachine"
   std::string name;      // "vharvestermachine.kb.io"
+  bool mutating = false;
+  // The operations its configuration registers.
+  std::vector<std::string> operations = {"CREATE", "UPDATE"};
 };
 
-// The four webhooks: HarvesterCluster, HarvesterMachine and their templates.
-const std::vector<ValidatingWebhook>& ValidatingWebhooks();
+// The four validating webhooks: HarvesterCluster, HarvesterMachine and their
+// templates, as the Go provider registers them.
+const std::vector<Webhook>& ValidatingWebhooks();
+// The mutating webhook: HarvesterCluster, UPDATE (webhooks/mutation.h).
+const std::vector<Webhook>& MutatingWebhooks();
 
-// Answers one AdmissionReview (already parsed) for `kind`: returns the
-// AdmissionReview to send back. Never throws.
+// Answers one AdmissionReview (already parsed) for the validating webhook of
+// `kind`: returns the AdmissionReview to send back. Never throws.
 api::Json Review(const api::Json& review, std::string_view kind);
+// The same for the mutating webhook of `kind`.
+api::Json MutationReview(const api::Json& review, std::string_view kind);
 
 // Builds the response review for `uid` (helpers, exposed for tests).
 api::Json Allowed(std::string_view uid);
@@ -60,9 +72,10 @@ api::Json Denied(std::string_view uid, int code, std::string_view reason, std::s
 // The HTTP handler of one webhook: checks method and content type, parses
 // the body, calls Review() and logs the decision (keyed by object; object
 // contents are never logged).
-kube::HttpResponse HandleAdmission(const kube::HttpRequest& request, const ValidatingWebhook& hook);
+kube::HttpResponse HandleAdmission(const kube::HttpRequest& request, const Webhook& hook);
 
-// Registers every webhook path on `server` (before it starts).
-void RegisterValidatingWebhooks(kube::HttpServer& server);
+// Registers every webhook path, validating and mutating, on `server` (before
+// it starts).
+void RegisterWebhooks(kube::HttpServer& server);
 
 }  // namespace caphv::webhooks

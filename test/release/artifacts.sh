@@ -224,6 +224,7 @@ for k, n in [("Deployment", "caphv-controller-manager"), ("ServiceAccount", "cap
     assert has(k, n), (k, n)
 assert has("Service", "caphv-webhook-service") == wh
 assert has("ValidatingWebhookConfiguration", "caphv-validating-webhook-configuration") == wh
+assert has("MutatingWebhookConfiguration", "caphv-mutating-webhook-configuration") == wh
 assert has("Issuer", "caphv-selfsigned-issuer") == (wh and cm)
 assert has("Certificate", "caphv-serving-cert") == (wh and cm)
 assert has("ClusterClass", "harvester-rke2") == ccl
@@ -233,12 +234,13 @@ c = dep["spec"]["template"]["spec"]["containers"][0]
 assert c["image"].endswith(":" + sys.argv[5]), c["image"]
 assert ("--enable-webhooks" in c["args"]) == wh, c["args"]
 assert ("volumes" in dep["spec"]["template"]["spec"]) == wh
-if wh:
-    vwc = next(d for d in docs if d["kind"] == "ValidatingWebhookConfiguration")
-    ann = vwc["metadata"].get("annotations", {})
-    assert (ann.get("cert-manager.io/inject-ca-from") == "caphv-system/caphv-serving-cert") == cm, ann
+for kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration") if wh else ():
+    cfg = next(d for d in docs if d["kind"] == kind)
+    ann = cfg["metadata"].get("annotations", {})
+    assert (ann.get("cert-manager.io/inject-ca-from") == "caphv-system/caphv-serving-cert") == cm, (kind, ann)
 for d in docs:
-    if d["kind"] not in ("ClusterRole", "ClusterRoleBinding", "ValidatingWebhookConfiguration"):
+    if d["kind"] not in ("ClusterRole", "ClusterRoleBinding", "ValidatingWebhookConfiguration",
+                         "MutatingWebhookConfiguration"):
         assert d["metadata"].get("namespace") == "caphv-system", d["metadata"]
 PY
 done; done; done

@@ -28,6 +28,7 @@ k get crd harvesterclusters.infrastructure.cluster.x-k8s.io >/dev/null 2>&1 && h
 cleanup() {
   [ -n "$manager_pid" ] && kill "$manager_pid" 2>/dev/null && wait "$manager_pid" 2>/dev/null
   k delete validatingwebhookconfiguration caphv-release-test caphv-validating-webhook-configuration --ignore-not-found >/dev/null 2>&1
+  k delete mutatingwebhookconfiguration caphv-mutating-webhook-configuration --ignore-not-found >/dev/null 2>&1
   k delete ns caphv-system rel-default rel-rke2 rel-rke2-dhcp rel-kubeadm rel-cc --ignore-not-found --wait=true --timeout=120s >/dev/null 2>&1
   k delete clusterrole,clusterrolebinding -l cluster.x-k8s.io/provider=infrastructure-harvester --ignore-not-found >/dev/null 2>&1
   k delete providers.clusterctl.cluster.x-k8s.io -n capi-system cluster-api --ignore-not-found >/dev/null 2>&1
@@ -108,6 +109,7 @@ for obj in namespace/caphv-system \
   clusterrolebinding/caphv-manager-rolebinding clusterrolebinding/caphv-proxy-rolebinding \
   -n\ caphv-system\ role/caphv-leader-election-role -n\ caphv-system\ rolebinding/caphv-leader-election-rolebinding \
   validatingwebhookconfiguration/caphv-validating-webhook-configuration \
+  mutatingwebhookconfiguration/caphv-mutating-webhook-configuration \
   -n\ caphv-system\ issuer.cert-manager.io/caphv-selfsigned-issuer -n\ caphv-system\ certificate.cert-manager.io/caphv-serving-cert \
   -n\ caphv-system\ servicemonitor.monitoring.coreos.com/caphv-controller-manager-metrics-monitor \
   -n\ caphv-system\ provider.clusterctl.cluster.x-k8s.io/infrastructure-harvester; do
@@ -126,9 +128,11 @@ assert c["livenessProbe"]["httpGet"]["path"] == "/healthz" and c["readinessProbe
 assert c["resources"]["limits"] and c["resources"]["requests"]
 assert c["securityContext"]["allowPrivilegeEscalation"] is False and d["spec"]["template"]["spec"]["securityContext"]["runAsNonRoot"]
 PY
-check "the webhook configuration: CA from cert-manager, four webhooks" bash -c \
+check "the webhook configurations: CA from cert-manager, four validating webhooks, one mutating" bash -c \
   "k() { '$KUBECTL' \"\$@\"; }; [ \"\$(k get validatingwebhookconfiguration caphv-validating-webhook-configuration -o jsonpath='{.metadata.annotations.cert-manager\\.io/inject-ca-from} {.webhooks[*].name}')\" = \
   'caphv-system/caphv-serving-cert vharvestercluster.kb.io vharvestermachine.kb.io vharvesterclustertemplate.kb.io vharvestermachinetemplate.kb.io' ] &&
+  [ \"\$(k get mutatingwebhookconfiguration caphv-mutating-webhook-configuration -o jsonpath='{.metadata.annotations.cert-manager\\.io/inject-ca-from} {.webhooks[*].name}')\" = \
+  'caphv-system/caphv-serving-cert mharvestercluster.kb.io' ] &&
   [ \"\$(k get -n caphv-system certificate caphv-serving-cert -o jsonpath='{.spec.secretName}')\" = caphv-webhook-tls ]"
 
 # --- 2. The Helm chart's output, server-side.
@@ -140,7 +144,9 @@ for wh in false true; do for cm in false true; do
 done; done
 
 # --- 3. Cluster templates through CAPHV's webhooks (a local caphv-manager) and Cluster API's.
-k delete validatingwebhookconfiguration caphv-validating-webhook-configuration >/dev/null  # no pod serves it here
+# No pod serves them here.
+k delete validatingwebhookconfiguration caphv-validating-webhook-configuration >/dev/null
+k delete mutatingwebhookconfiguration caphv-mutating-webhook-configuration >/dev/null
 mkdir -p "$work/certs"
 openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=caphv-test-ca -keyout "$work/certs/ca.key" -out "$work/certs/ca.crt" 2>/dev/null
 openssl req -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 -keyout "$work/certs/tls.key" -out "$work/certs/tls.csr" 2>/dev/null

@@ -120,10 +120,13 @@ void GoInstallTest::CheckInstall(const std::string& go_deployment_uid) {
   EXPECT_EQ(target(metrics_svc["spec"]["ports"][0]), PortOf(options->metrics_bind_address));
 
   // No webhook anywhere points into caphv-system at something the manager
-  // does not serve; ours has exactly the manager's webhooks.
-  std::set<std::string> served;
-  for (const auto& h : webhooks::ValidatingWebhooks()) served.insert(h.path);
-  for (const char* kind : {"validatingwebhookconfigurations", "mutatingwebhookconfigurations"}) {
+  // does not serve; ours have exactly the manager's webhooks, each in a
+  // configuration of its kind.
+  for (const auto& [kind, hooks] :
+       {std::pair{"validatingwebhookconfigurations", &webhooks::ValidatingWebhooks()},
+        std::pair{"mutatingwebhookconfigurations", &webhooks::MutatingWebhooks()}}) {
+    std::set<std::string> served;
+    for (const auto& h : *hooks) served.insert(h.path);
     Json list = Get(kind);
     ASSERT_TRUE(list.is_object()) << kind;
     for (const auto& item : list["items"]) {
@@ -132,25 +135,31 @@ void GoInstallTest::CheckInstall(const std::string& go_deployment_uid) {
         if (!hook.contains(svc) || hook[svc].value("namespace", "") != kNamespace) continue;
         const std::string where = std::string(kind) + "/" + item["metadata"].value("name", "") +
                                   " " + hook.value("name", "");
-        EXPECT_EQ(std::string(kind), "validatingwebhookconfigurations") << where;
         EXPECT_EQ(hook[svc].value("name", ""), kWebhookService) << where;
         EXPECT_EQ(hook[svc].value("port", 443), 443) << where;
         EXPECT_TRUE(served.contains(hook[svc].value("path", ""))) << where;
       }
     }
   }
-  Json config = Get(std::string("validatingwebhookconfiguration ") + kWebhookConfig);
-  ASSERT_TRUE(config.is_object());
-  std::map<std::string, std::string> hooks;
-  for (const auto& hook : config["webhooks"]) {
-    hooks[hook.value("name", "")] =
-        hook.value(Json::json_pointer("/clientConfig/service/path"), "");
+  for (const auto& [config_name, hooks] :
+       {std::pair{std::string("validatingwebhookconfiguration ") + kWebhookConfig,
+                  &webhooks::ValidatingWebhooks()},
+        std::pair{std::string("mutatingwebhookconfiguration ") + kMutatingWebhookConfig,
+                  &webhooks::MutatingWebhooks()}}) {
+    Json config = Get(config_name);
+    ASSERT_TRUE(config.is_object()) << config_name;
+    std::map<std::string, std::string> got;
+    for (const auto& hook : config["webhooks"]) {
+      got[hook.value("name", "")] =
+          hook.value(Json::json_pointer("/clientConfig/service/path"), "");
+    }
+    std::map<std::string, std::string> expected;
+    for (const auto& h : *hooks) expected[h.name] = h.path;
+    EXPECT_EQ(got, expected) << config_name;
+    EXPECT_EQ(Labels(config, "/metadata/annotations")["cert-manager.io/inject-ca-from"],
+              std::string(kNamespace) + "/" + kCertificate)
+        << config_name;
   }
-  std::map<std::string, std::string> expected;
-  for (const auto& h : webhooks::ValidatingWebhooks()) expected[h.name] = h.path;
-  EXPECT_EQ(hooks, expected);
-  EXPECT_EQ(Labels(config, "/metadata/annotations")["cert-manager.io/inject-ca-from"],
-            std::string(kNamespace) + "/" + kCertificate);
   for (const auto& crd : kCaphvCrds) {
     Json live = Get("crd " + crd);
     ASSERT_TRUE(live.is_object()) << crd;

@@ -160,6 +160,9 @@ void GoInstallTest::RemoveInstall() {
   Kubectl(std::string("delete validatingwebhookconfiguration ") + kWebhookConfig +
               " --ignore-not-found",
           nullptr);
+  Kubectl(std::string("delete mutatingwebhookconfiguration ") + kMutatingWebhookConfig +
+              " --ignore-not-found",
+          nullptr);
   Kubectl(
       "delete clusterrolebinding caphv-manager-rolebinding caphv-proxy-rolebinding "
       "--ignore-not-found",

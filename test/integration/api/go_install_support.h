@@ -34,6 +34,8 @@ inline constexpr char kDeployment[] = "caphv-controller-manager";
 inline constexpr char kWebhookService[] = "caphv-webhook-service";
 inline constexpr char kMetricsService[] = "caphv-controller-manager-metrics-service";
 inline constexpr char kWebhookConfig[] = "caphv-validating-webhook-configuration";
+// CAPHV's own (the Go provider has no mutating webhook).
+inline constexpr char kMutatingWebhookConfig[] = "caphv-mutating-webhook-configuration";
 inline constexpr char kCertificate[] = "caphv-serving-cert";
 inline constexpr char kWebhookSecret[] = "caphv-webhook-tls";  // the operations guide's name
 inline constexpr char kProviderLabel[] = "cluster.x-k8s.io/provider";

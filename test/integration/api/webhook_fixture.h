@@ -1,9 +1,10 @@
 // File: test/integration/api/webhook_fixture.h
 //
-// The validating webhooks through the real kube-apiserver, for the API
+// The admission webhooks through the real kube-apiserver, for the API
 // integration tests: SetUpTestSuite applies the CRDs of config/crd/bases,
 // starts caphv-manager with --enable-webhooks on a test CA's certificate and
-// registers a ValidatingWebhookConfiguration scoped to a fresh namespace;
+// registers its validating and mutating configurations scoped to a fresh
+// namespace;
 // TearDownTestSuite undoes it. Test suites derive from WebhookFixture (each
 // suite gets its own manager and namespace).
 //
@@ -27,6 +28,7 @@
 #include "kube/base64.h"
 #include "manager_process.h"
 #include "support/testbed.h"
+#include "support/webhook_configs.h"
 #include "webhooks/admission.h"
 
 namespace caphv::testing {
@@ -112,34 +114,11 @@ class WebhookFixture : public ::testing::Test {
     // The webhook configuration, limited to this test's namespace.
     ns_ = std::make_unique<ScopedNamespace>(client_, "caphv-webhook");
     config_name_ = UniqueName("caphv-webhook-test");
-    std::string ca = ReadWholeFile(dir_ / "certs" / "ca.crt");
-    Json hooks = Json::array();
-    for (const auto& h : webhooks::ValidatingWebhooks()) {
-      hooks.push_back({{"name", h.name},
-                       {"admissionReviewVersions", {"v1"}},
-                       {"sideEffects", "None"},
-                       {"failurePolicy", "Fail"},
-                       {"timeoutSeconds", 10},
-                       {"clientConfig",
-                        {{"url", "https://127.0.0.1:" + std::to_string(webhook_port_) + h.path},
-                         {"caBundle", kube::Base64Encode(ca)}}},
-                       {"namespaceSelector",
-                        {{"matchExpressions",
-                          {{{"key", "kubernetes.io/metadata.name"},
-                            {"operator", "In"},
-                            {"values", {ns_->name()}}}}}}},
-                       {"rules",
-                        {{{"apiGroups", {"infrastructure.cluster.x-k8s.io"}},
-                          {"apiVersions", {"v1alpha1"}},
-                          {"operations", {"CREATE", "UPDATE"}},
-                          {"resources", {h.resource}}}}}});
+    const std::string ca = ReadWholeFile(dir_ / "certs" / "ca.crt");
+    for (const auto& config : WebhookConfigurations(config_name_, webhook_port_, ca, ns_->name())) {
+      auto created = client_->Create(config.resource, "", config.object);
+      ASSERT_TRUE(created.ok()) << created.status().ToString();
     }
-    Json config = {{"apiVersion", "admissionregistration.k8s.io/v1"},
-                   {"kind", "ValidatingWebhookConfiguration"},
-                   {"metadata", {{"name", config_name_}}},
-                   {"webhooks", hooks}};
-    auto created = client_->Create(kWebhookConfigs, "", config);
-    ASSERT_TRUE(created.ok()) << created.status().ToString();
 
     // The apiserver picks the configuration up asynchronously: wait until a
     // dry-run create reaches the webhook.
@@ -160,6 +139,8 @@ class WebhookFixture : public ::testing::Test {
   static void TearDownTestSuite() {
     if (client_ && !config_name_.empty()) {
       client_->Delete(kWebhookConfigs, "", config_name_).IgnoreError();
+      client_->Delete(kube::resources::kMutatingWebhookConfigurations, "", config_name_)
+          .IgnoreError();
     }
     if (manager_) {
       manager_->Signal(SIGTERM);

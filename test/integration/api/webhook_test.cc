@@ -99,5 +99,66 @@ TEST_F(WebhookTest, TheWebhookSeesOnlyItsNamespace) {
   EXPECT_EQ(Kubectl("apply --dry-run=server -f " + p.string(), &out), 0) << out;
 }
 
+// The mutating webhook: Cluster API's topology controller re-applying a
+// ClusterClass template's placeholder endpoint (server-side apply, its field
+// manager, forced) leaves the address CAPHV wrote; another real address
+// still replaces it.
+TEST_F(WebhookTest, APlaceholderNeverReplacesTheControlPlaneEndpoint) {
+  const kube::GroupVersionResource hcs{"infrastructure.cluster.x-k8s.io", "v1alpha1",
+                                       "harvesterclusters", true};
+  const std::string ns = ns_->name();
+  const std::string name = UniqueName("endpoint");
+  auto endpoint = [](const std::string& host) { return Json{{"host", host}, {"port", 6443}}; };
+  Json hc = {{"apiVersion", "infrastructure.cluster.x-k8s.io/v1alpha1"},
+             {"kind", "HarvesterCluster"},
+             {"metadata", {{"name", name}, {"namespace", ns}}},
+             {"spec",
+              {{"targetNamespace", "default"},
+               {"identitySecret", {{"name", "hv-identity"}, {"namespace", ns}}},
+               {"loadBalancerConfig", {{"ipamType", "dhcp"}}},
+               {"controlPlaneEndpoint", endpoint("0.0.0.0")}}}};
+  kube::ApplyOptions topology;
+  topology.field_manager = "capi-topology";
+  auto got = client_->Apply(hcs, ns, hc, topology);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  // Before any address, the placeholder is what the template says.
+  EXPECT_EQ((*got)["spec"]["controlPlaneEndpoint"], endpoint("0.0.0.0"));
+
+  // CAPHV writes the load balancer's address.
+  auto written = client_->Patch(hcs, ns, name, kube::PatchType::kMerge,
+                                Json{{"spec", {{"controlPlaneEndpoint", endpoint("10.0.0.10")}}}});
+  ASSERT_TRUE(written.ok()) << written.status().ToString();
+  const int64_t generation = (*written)["metadata"].value("generation", int64_t{0});
+
+  // A dry run (the topology controller's way of computing its diff) keeps
+  // the address; waiting on it also waits for the apiserver to load the
+  // mutating configuration, created with the validating one.
+  kube::ApplyOptions dry = topology;
+  dry.dry_run = true;
+  Json dry_result;
+  EXPECT_TRUE(Eventually(
+      [&] {
+        auto r = client_->Apply(hcs, ns, hc, dry);
+        if (r.ok()) dry_result = *r;
+        return r.ok() && dry_result["spec"]["controlPlaneEndpoint"] == endpoint("10.0.0.10");
+      },
+      std::chrono::seconds(20)))
+      << dry_result.dump();
+
+  // The topology controller applies its template again: the address stays,
+  // the spec does not change, and the manager logged the patch.
+  got = client_->Apply(hcs, ns, hc, topology);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ((*got)["spec"]["controlPlaneEndpoint"], endpoint("10.0.0.10")) << got->dump();
+  EXPECT_EQ((*got)["metadata"].value("generation", int64_t{0}), generation);
+  EXPECT_NE(manager_->Log().find("\"Admission patched\""), std::string::npos);
+
+  // A real address replaces a real address.
+  hc["spec"]["controlPlaneEndpoint"] = endpoint("10.0.0.11");
+  got = client_->Apply(hcs, ns, hc, topology);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ((*got)["spec"]["controlPlaneEndpoint"], endpoint("10.0.0.11"));
+}
+
 }  // namespace
 }  // namespace caphv::testing

@@ -16,7 +16,6 @@
 #include "kube/credential_expiry.h"
 #include "support/silent_server.h"
 #include "topology_fixture.h"
-#include "webhooks/admission.h"
 
 namespace caphv::e2e::topology {
 namespace {
@@ -28,7 +27,6 @@ using ::testing::HasSubstr;
 const GroupVersionResource kImages{"harvesterhci.io", "v1beta1", "virtualmachineimages", true};
 const GroupVersionResource kStorageClasses{"storage.k8s.io", "v1", "storageclasses", false};
 const GroupVersionResource kCrds{"apiextensions.k8s.io", "v1", "customresourcedefinitions", false};
-const GroupVersionResource kWebhookConfigs = kube::resources::kValidatingWebhookConfigurations;
 
 struct Report {
   int rc = -1;
@@ -41,7 +39,6 @@ class DoctorTest : public TopologyFixture {
   DoctorTest() { start_manager_ = false; }
 
   void TearDown() override {
-    if (!webhook_config_.empty()) (void)mgmt_->Delete(kWebhookConfigs, "", webhook_config_);
     if (!image_.empty()) {
       (void)harvester_->Delete(kImages, "default", image_);
       (void)harvester_->Delete(kStorageClasses, "", "longhorn-" + image_);
@@ -65,48 +62,6 @@ class DoctorTest : public TopologyFixture {
 
   std::string Kubectl() const {
     return "kubectl --kubeconfig '" + Testbed::Get().KubeconfigPath(caphv::testing::kMgmt) + "' ";
-  }
-
-  // CAPHV with its webhooks, serving with the bed's certificate for
-  // 127.0.0.1, registered (scoped to this test's namespace) as a
-  // ValidatingWebhookConfiguration, as `clusterctl init` registers it.
-  void StartCaphvWithWebhooks() {
-    const std::string bed = Testbed::Get().dir();
-    const int port = caphv::testing::FreePort();
-    Launched launched;
-    LaunchManager({"--enable-webhooks", "--webhook-port", std::to_string(port),
-                   "--webhook-cert-dir", bed + "/rke2/certs"},
-                  log_path_, &launched);
-    manager_ = std::move(launched.process);
-    ASSERT_TRUE(manager_);
-    const std::string ca = ReadWholeFile(bed + "/pki/ca.crt");
-    Object hooks = Object::array();
-    for (const auto& h : webhooks::ValidatingWebhooks()) {
-      hooks.push_back(
-          {{"name", h.name},
-           {"admissionReviewVersions", {"v1"}},
-           {"sideEffects", "None"},
-           {"failurePolicy", "Fail"},
-           {"timeoutSeconds", 5},
-           {"clientConfig",
-            {{"url", "https://127.0.0.1:" + std::to_string(port) + h.path},
-             {"caBundle", kube::Base64Encode(ca)}}},
-           {"namespaceSelector",
-            {{"matchExpressions",
-              {{{"key", "kubernetes.io/metadata.name"}, {"operator", "In"}, {"values", {ns()}}}}}}},
-           {"rules",
-            {{{"apiGroups", {"infrastructure.cluster.x-k8s.io"}},
-              {"apiVersions", {"v1alpha1"}},
-              {"operations", {"CREATE", "UPDATE"}},
-              {"resources", {h.resource}}}}}});
-    }
-    webhook_config_ = "caphv-doctor-" + ns();
-    auto r = mgmt_->Create(kWebhookConfigs, "",
-                           {{"apiVersion", "admissionregistration.k8s.io/v1"},
-                            {"kind", "ValidatingWebhookConfiguration"},
-                            {"metadata", {{"name", webhook_config_}}},
-                            {"webhooks", hooks}});
-    ASSERT_TRUE(r.ok()) << r.status().ToString();
   }
 
   // cert-manager's CRDs (the bed runs no cert-manager), unless the bed has them.
@@ -201,7 +156,7 @@ class DoctorTest : public TopologyFixture {
   }
 
   Pool pool_;
-  std::string webhook_config_, image_, account_;
+  std::string image_, account_;
   std::vector<std::string> applied_crds_;
 };
 
@@ -210,7 +165,7 @@ TEST_F(DoctorTest, HealthyThenEachFailureInTurnWithItsFix) {
   pool_ = CreatePool(4);
   ASSERT_NO_FATAL_FAILURE(ApplyClusterClass());
   ASSERT_NO_FATAL_FAILURE(ApplyCertManagerCrds());
-  ASSERT_NO_FATAL_FAILURE(StartCaphvWithWebhooks());
+  ASSERT_NO_FATAL_FAILURE(StartManagerWithWebhooks());
   Report r;
   // The apiserver takes the webhook configuration up by itself, soon.
   ASSERT_TRUE(Eventually(

@@ -17,6 +17,7 @@
 #include "api/yaml.h"
 #include "e2e_fixture.h"
 #include "kube/transport.h"
+#include "support/webhook_configs.h"
 
 namespace caphv::e2e::topology {
 
@@ -37,6 +38,8 @@ inline constexpr char kAddonKey[] = "cloud-config.yaml";
 
 class TopologyFixture : public E2ETest {
  protected:
+  std::string webhook_configs_;  // the name of both configurations, when registered
+
   void SetUp() override {
     started_ = std::chrono::steady_clock::now();
     if (Testbed::Get().EnvValue("WITH_RKE2") != "1") {
@@ -47,6 +50,31 @@ class TopologyFixture : public E2ETest {
   }
   void TearDown() override {
     if (ns_) E2ETest::TearDown();
+    for (const auto& gvr : {kube::resources::kValidatingWebhookConfigurations,
+                            kube::resources::kMutatingWebhookConfigurations}) {
+      if (!webhook_configs_.empty()) (void)mgmt_->Delete(gvr, "", webhook_configs_);
+    }
+  }
+
+  // CAPHV with its webhooks, serving with the bed's certificate for
+  // 127.0.0.1, registered (scoped to this test's namespace) as its validating
+  // and mutating configurations, as `clusterctl init` registers them. At
+  // -v=2, the manager logs each admission it patches.
+  void StartManagerWithWebhooks() {
+    const std::string bed = Testbed::Get().dir();
+    const int port = caphv::testing::FreePort();
+    Launched launched;
+    LaunchManager({"--enable-webhooks", "--webhook-port", std::to_string(port),
+                   "--webhook-cert-dir", bed + "/rke2/certs", "-v=2"},
+                  log_path_, &launched);
+    manager_ = std::move(launched.process);
+    ASSERT_TRUE(manager_);
+    webhook_configs_ = "caphv-" + ns();
+    for (const auto& config : caphv::testing::WebhookConfigurations(
+             webhook_configs_, port, ReadWholeFile(bed + "/pki/ca.crt"), ns(), 5)) {
+      auto r = mgmt_->Create(config.resource, "", config.object);
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+    }
   }
 
   // kubectl apply -n <ns> -f <file>, as the guides say: by default CAPHV's

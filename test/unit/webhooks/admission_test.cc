@@ -12,6 +12,7 @@
 
 #include "../api/test_paths.h"
 #include "api/yaml.h"
+#include "kube/base64.h"
 
 namespace caphv::webhooks {
 namespace {
@@ -63,6 +64,52 @@ TEST(AdmissionTest, PathsMatchTheGoProvider) {
   EXPECT_EQ(hooks[3].path,
             "/validate-infrastructure-cluster-x-k8s-io-v1alpha1-harvestermachinetemplate");
   EXPECT_EQ(hooks[3].resource, "harvestermachinetemplates");
+}
+
+TEST(AdmissionTest, TheMutatingWebhookIsNamedLikeTheValidatingOnes) {
+  const auto& hooks = MutatingWebhooks();
+  ASSERT_EQ(hooks.size(), 1u);
+  EXPECT_EQ(hooks[0].path, "/mutate-infrastructure-cluster-x-k8s-io-v1alpha1-harvestercluster");
+  EXPECT_EQ(hooks[0].name, "mharvestercluster.kb.io");
+  EXPECT_EQ(hooks[0].resource, "harvesterclusters");
+  EXPECT_TRUE(hooks[0].mutating);
+  EXPECT_EQ(hooks[0].operations, std::vector<std::string>{"UPDATE"});
+  for (const auto& h : ValidatingWebhooks()) EXPECT_FALSE(h.mutating) << h.name;
+}
+
+TEST(AdmissionTest, MutationKeepsTheEndpointAsABase64JsonPatch) {
+  Json old_obj = {{"apiVersion", "infrastructure.cluster.x-k8s.io/v1alpha1"},
+                  {"kind", "HarvesterCluster"},
+                  {"metadata", {{"name", "c1"}, {"namespace", "ns1"}}},
+                  {"spec", {{"controlPlaneEndpoint", {{"host", "10.0.0.10"}, {"port", 6443}}}}}};
+  Json new_obj = old_obj;
+  new_obj["spec"]["controlPlaneEndpoint"]["host"] = "0.0.0.0";
+  Json out =
+      MutationReview(Request("UPDATE", new_obj, old_obj, "HarvesterCluster"), "HarvesterCluster");
+  const Json& resp = out["response"];
+  EXPECT_EQ(resp["allowed"], true) << out.dump();
+  EXPECT_EQ(resp["uid"], "705ab4f5-6393-11e8-b7cc-42010a800002");
+  ASSERT_EQ(resp.value("patchType", ""), "JSONPatch") << out.dump();
+  auto patch = kube::Base64Decode(resp.value("patch", ""));
+  ASSERT_TRUE(patch.has_value());
+  EXPECT_EQ(Json::parse(*patch), Json::parse(R"([{"op":"add","path":"/spec/controlPlaneEndpoint",
+                             "value":{"host":"10.0.0.10","port":6443}}])"));
+
+  // Nothing to keep: allowed without a patch; invalid values are the
+  // validating webhook's business, not this one's.
+  new_obj["spec"]["controlPlaneEndpoint"] = {{"host", "10.0.0.11"}, {"port", 0x10000}};
+  old_obj["spec"].erase("controlPlaneEndpoint");
+  out = MutationReview(Request("UPDATE", new_obj, old_obj, "HarvesterCluster"), "HarvesterCluster");
+  EXPECT_EQ(out["response"]["allowed"], true) << out.dump();
+  EXPECT_FALSE(out["response"].contains("patch")) << out.dump();
+  // Malformed reviews are refused as by the validating webhooks.
+  out = MutationReview(Request("UPDATE", new_obj, nullptr, "HarvesterCluster"), "HarvesterCluster");
+  EXPECT_EQ(out["response"]["allowed"], false);
+  EXPECT_EQ(out["response"]["status"]["code"], 400);
+  out = MutationReview(Request("UPDATE", new_obj, old_obj, "HarvesterMachine"), "HarvesterCluster");
+  EXPECT_EQ(out["response"]["allowed"], false);
+  EXPECT_NE(out["response"]["status"]["message"].get<std::string>().find("mutates"),
+            std::string::npos);
 }
 
 TEST(AdmissionTest, AllowsAValidCreate) {
