@@ -85,7 +85,7 @@ $MGMT apply --server-side -f "$ROOT/config/crd/bases" >/dev/null
 $MGMT wait --for condition=Established --timeout=60s -f "$ROOT/config/crd/bases" >/dev/null
 $MGMT get crd -l cluster.x-k8s.io/v1beta1=v1alpha1
 
-say "Starting caphv-manager with its validating webhooks"
+say "Starting caphv-manager with its admission webhooks"
 read -r WEBHOOK_PORT METRICS_PORT PROBE_PORT <<<"$(tb_free_ports 3)"
 mkdir -p "$DIR/caphv/certs"
 cp "$DIR/pki/serving.crt" "$DIR/caphv/certs/tls.crt"
@@ -121,6 +121,23 @@ CA=$(base64 -w0 <"$DIR/pki/ca.crt")
   - {apiGroups: [infrastructure.cluster.x-k8s.io], apiVersions: [v1alpha1], operations: [CREATE, UPDATE], resources: [${kind}s]}
 YAML
   done
+  cat <<YAML
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata: {name: caphv-mutating-webhook-configuration}
+webhooks:
+- name: mharvestercluster.kb.io
+  admissionReviewVersions: [v1]
+  clientConfig:
+    url: https://127.0.0.1:$WEBHOOK_PORT/mutate-infrastructure-cluster-x-k8s-io-v1alpha1-harvestercluster
+    caBundle: $CA
+  failurePolicy: Fail
+  sideEffects: None
+  reinvocationPolicy: Never
+  rules:
+  - {apiGroups: [infrastructure.cluster.x-k8s.io], apiVersions: [v1alpha1], operations: [UPDATE], resources: [harvesterclusters]}
+YAML
 } >"$DIR/caphv/webhooks.yaml"
 $MGMT apply -f "$DIR/caphv/webhooks.yaml" >/dev/null
 echo "manager: metrics http://127.0.0.1:$METRICS_PORT/metrics, probes http://127.0.0.1:$PROBE_PORT/readyz"
