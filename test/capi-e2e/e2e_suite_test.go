@@ -16,7 +16,7 @@
 //   - control-plane waiters for RKE2ControlPlane (waiters_test.go): the
 //     framework's defaults know only KubeadmControlPlane.
 //
-// Built once into the test binary cache by hack/build-capi-e2e.sh and run by
+// Built once into the test binary cache by hack/build-testbins.sh capi-e2e and run by
 // the ctest test capi_e2e (hack/capi-e2e.sh); docs/testbed.md ("Cluster API's
 // end-to-end specs") says how to run it by hand. Flags (after the binary):
 //

@@ -14,9 +14,10 @@ package capie2e
 //   MachineDeploymentRemediationSpec: a MachineHealthCheck over the workers
 //     remediates the Machine whose Node gets the unhealthy condition.
 //
-// Left out (docs/testbed.md says why): the KubeadmControlPlane specs
-// (kcp-*, cluster upgrade, self-hosted, clusterctl upgrade, ...), which need
-// the kubeadm providers, and those that need docker or kind.
+// Left out (docs/testbed.md, "Cluster API's end-to-end specs", says why):
+// the specs written around the kubeadm providers or docker, machine pools,
+// conformance; clusterclass-changes, cluster-deletion and the autoscaler spec
+// are not tried yet.
 
 import (
 	"time"
