@@ -22,6 +22,12 @@
 #   cert-manager: no binary; cert-manager's CRDs (deploy/crds/ of the module
 #         github.com/cert-manager/cert-manager, rendered as its static install renders them) in
 #         crds/, for the install test that applies the Go provider's Issuer and Certificate.
+#   capi-e2e: capi-e2e.test, the compiled Go suite of test/capi-e2e/ (Cluster API's own e2e
+#         specs, module sigs.k8s.io/cluster-api/test at CAPI_VERSION, run against the bed by
+#         hack/capi-e2e.sh), `go test -c` into $CAPHV_CACHE_DIR/bin/capi-e2e-<version>-<digest>/,
+#         the digest over the suite's go.mod, go.sum and *.go (its data/ and config/ are read
+#         from the checkout at run time). Not in the default families: the ctest test capi_e2e
+#         builds it on its first run (hack/capi-e2e.sh).
 #   prometheus-operator: no binary; the ServiceMonitor and PrometheusRule CRDs (module
 #         github.com/prometheus-operator/prometheus-operator, example/prometheus-operator-crd/)
 #         in crds/, so that the test bed accepts the release's ServiceMonitor.
@@ -64,6 +70,40 @@ bin_dir() {
   local digest
   digest=$(cat "$root/tools/testbins/$1/go.mod" "$root/tools/testbins/$1/go.sum" | sha256sum | cut -c1-12)
   echo "$cache/bin/$1-$2-$digest"
+}
+
+# capi_e2e_dir -> cache folder keyed by the Cluster API version and the suite's module and sources.
+capi_e2e_dir() {
+  local digest
+  digest=$(cd "$root/test/capi-e2e" && LC_ALL=C && cat go.mod go.sum ./*.go | sha256sum | cut -c1-12)
+  echo "$cache/bin/capi-e2e-$CAPI_VERSION-$digest"
+}
+
+# The test module must require the bed's Cluster API release: the specs are that release's.
+build_capi_e2e() {
+  local dir start
+  dir=$(capi_e2e_dir)
+  [ -x "$dir/capi-e2e.test" ] && return 0
+  grep -q "sigs.k8s.io/cluster-api/test $CAPI_VERSION\$" "$root/test/capi-e2e/go.mod" || {
+    echo "testbins: test/capi-e2e/go.mod does not require sigs.k8s.io/cluster-api/test $CAPI_VERSION" >&2
+    exit 1
+  }
+  require_go
+  mkdir -p "$dir"
+  (
+    flock 9
+    [ -x "$dir/capi-e2e.test" ] && exit 0
+    start=$(date +%s)
+    echo "testbins: building capi-e2e.test $CAPI_VERSION (first time only; cached in $dir)" >&2
+    if ! (cd "$root/test/capi-e2e" &&
+      go test -c -trimpath -ldflags "-s -w" -o "$dir/capi-e2e.test.tmp" .) >"$dir/capi-e2e.build.log" 2>&1; then
+      echo "testbins: building capi-e2e.test failed; see $dir/capi-e2e.build.log" >&2
+      tail -n 20 "$dir/capi-e2e.build.log" >&2
+      exit 1
+    fi
+    mv "$dir/capi-e2e.test.tmp" "$dir/capi-e2e.test"
+    echo "testbins: built capi-e2e.test in $(( $(date +%s) - start ))s" >&2
+  ) 9>"$dir/.lock"
 }
 
 # caphv_go_dir -> cache folder keyed by version and the tarball's content.
@@ -324,6 +364,11 @@ for f in "${families[@]}"; do
       ld="-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"
       ld="$ld -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
       build helm "$HELM_VERSION" "$ld" "" "helm=helm.sh/helm/v3/cmd/helm"
+      ;;
+    capi-e2e)
+      build_capi_e2e
+      mkdir -p "$cache/bin/current"
+      ln -sfn "$(capi_e2e_dir)/capi-e2e.test" "$cache/bin/current/capi-e2e.test"
       ;;
     prometheus-operator)
       fetch_prometheus_operator_crds

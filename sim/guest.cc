@@ -461,6 +461,17 @@ Status Simulator::SyncNode(const Object& vm, Stage stage, const std::vector<Nic>
     status["nodeInfo"]["kubeProxyVersion"] = KubeletVersionFor(guest->rke2->version);
     status["nodeInfo"]["containerRuntimeVersion"] = "containerd://2.0.5-k3s1";
   }
+  // A kubelet patches its own condition types only (the strategic merge of
+  // Node conditions goes by type): the conditions other writers set (node
+  // problem detectors, a test marking a Node unhealthy for a
+  // MachineHealthCheck) stay, after the kubelet's.
+  {
+    std::set<std::string> own;
+    for (const auto& c : status["conditions"]) own.insert(c.value("type", ""));
+    for (const auto& c : StatusOf(*node).value("conditions", Object::array())) {
+      if (!own.contains(c.value("type", ""))) status["conditions"].push_back(c);
+    }
+  }
   // Compare what can change (capacity quantities may come back canonicalised).
   const Object check = {{"addresses", status["addresses"]},
                         {"conditions", status["conditions"]},
