@@ -310,13 +310,19 @@ class Planner {
     }
   }
 
+  // kEtcdRemovalTimeout has passed since the deletion began: the etcd steps
+  // wait no longer.
+  bool EtcdStepsOverdue() const {
+    const auto since = api::ParseTime(obs_.hm.metadata.deletion_timestamp);
+    return since && obs_.now - *since >= kEtcdRemovalTimeout;
+  }
+
   // Deleting a control-plane machine: its etcd member goes before its VM.
   // Returns true while that holds the deletion (an action or a wait is set).
   bool RemoveEtcdMember() {
     if (!obs_.control_plane || obs_.cluster_deleting) return false;
     if (conditions_.IsTrue(kEtcdMemberRemoved)) return false;
-    const auto since = api::ParseTime(obs_.hm.metadata.deletion_timestamp);
-    const bool overdue = since && obs_.now - *since >= kEtcdRemovalTimeout;
+    const bool overdue = EtcdStepsOverdue();
     auto give_up = [&](std::string_view reason, const std::string& message) {
       Mark(kEtcdMemberRemoved, false, reason,
            message + "; deleting the VM anyway after " +
@@ -501,10 +507,31 @@ class Planner {
     plan_.status.allocated_ip_address.clear();
     plan_.status.allocated_pool_ref.clear();
     // 5. The etcd Node may go now (its member was removed, or kept as the last).
-    if (obs_.etcd_node && obs_.workload.ready) {
-      if (auto patch = workload::RemoveEtcdNodeFinalizer(*obs_.etcd_node)) {
-        return Act(ActionKind::kReleaseEtcdNode, obs_.etcd_node->name, {}, std::move(*patch));
+    if (obs_.workload.ready) {
+      if (obs_.etcd_node) {
+        if (auto patch = workload::RemoveEtcdNodeFinalizer(*obs_.etcd_node)) {
+          return Act(ActionKind::kReleaseEtcdNode, obs_.etcd_node->name, {}, std::move(*patch));
+        }
       }
+    } else if (obs_.control_plane && !obs_.cluster_deleting &&
+               conditions_.IsTrue(kNodeInitialized)) {
+      // Its Node may hold the finalizer, which nobody else lifts: wait for
+      // the workload cluster (not when the Cluster goes, and its Nodes with
+      // it), then finish anyway, saying how to lift it by hand.
+      const std::string why = "cannot reach the workload cluster to lift finalizer " +
+                              std::string(workload::kEtcdNodeFinalizer) + " from Node " + name_ +
+                              ": " + obs_.workload.message;
+      if (!EtcdStepsOverdue()) {
+        Mark(kVmProvisioningReady, false, "WaitingForWorkloadCluster", why);
+        plan_.wait = Wait::After(seconds(10), "the workload cluster");
+        return;
+      }
+      Mark(kVmProvisioningReady, false, "EtcdNodeFinalizerLeft",
+           why + "; finishing the deletion anyway after " +
+               std::to_string(kEtcdRemovalTimeout.count()) +
+               " minutes (if the Node is still there: kubectl patch node " + name_ +
+               " --type=json -p '[{\"op\":\"remove\",\"path\":\"/metadata/finalizers\"}]')",
+           true);
     }
     // 6. Done.
     Act(ActionKind::kRemoveFinalizer);

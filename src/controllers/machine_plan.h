@@ -29,7 +29,9 @@
 // False and a Warning)] -> VM (PVCs marked for removal, then the VM
 // deleted; wait for it to go) -> PVCs -> cloud-init Secret -> a live read
 // confirming the VM is gone -> the address back to its pool -> [the etcd
-// Node's finalizer] -> finalizer.
+// Node's finalizer; while the workload cluster does not answer, a wait of
+// up to kEtcdRemovalTimeout since the deletion began, then a Warning
+// (EtcdNodeFinalizerLeft); not when the Cluster goes] -> finalizer.
 // Adoption (docs/adoption.md): a VM of this machine's name belongs to it when
 // it carries this cluster's id label, or when spec.providerID names its uid
 // (made by the Go provider v0.2.x, or by this provider under another

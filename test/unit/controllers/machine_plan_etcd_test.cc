@@ -179,5 +179,54 @@ TEST(MachinePlanEtcdTest, TheNodeFinalizerGoesAfterTheVmBeforeOursAndNotOnAnothe
   EXPECT_EQ(p.action->kind, ActionKind::kRemoveFinalizer);
 }
 
+// The workload cluster does not answer once the VM is gone: the Node may keep
+// the finalizer, so the deletion waits for it, then finishes with a Warning
+// saying how to lift it; not for a worker, a machine whose Node never
+// initialised, or when the Cluster goes too.
+TEST(MachinePlanEtcdTest, AnUnreachableWorkloadHoldsTheLastStepUntilTheTimeout) {
+  auto o = DeletingControlPlane();
+  o.vm.reset();
+  o.vm_absence_confirmed = true;
+  o.etcd_node.reset();
+  o.workload = ConnectionView{};
+  o.workload.reason = "HarvesterConnectionFailed";
+  o.workload.message = "connection refused";
+  auto p = PlanMachine(o);
+  EXPECT_FALSE(p.action);
+  EXPECT_EQ(Reason(p, kVmProvisioningReady), "WaitingForWorkloadCluster");
+  ASSERT_NE(Cond(p, kVmProvisioningReady), nullptr);
+  EXPECT_NE(Cond(p, kVmProvisioningReady)->message.find("connection refused"), std::string::npos);
+  EXPECT_TRUE(p.events.empty());
+
+  o.now += kEtcdRemovalTimeout;
+  p = PlanMachine(o);
+  ASSERT_TRUE(p.action);
+  EXPECT_EQ(p.action->kind, ActionKind::kRemoveFinalizer);
+  EXPECT_EQ(Reason(p, kVmProvisioningReady), "EtcdNodeFinalizerLeft");
+  ASSERT_EQ(p.events.size(), 1u);
+  EXPECT_TRUE(p.events[0].warning);
+  EXPECT_NE(p.events[0].message.find("kubectl patch node m-0"), std::string::npos)
+      << p.events[0].message;
+
+  auto worker = o;
+  worker.now -= kEtcdRemovalTimeout;
+  worker.control_plane = false;
+  p = PlanMachine(worker);
+  ASSERT_TRUE(p.action);
+  EXPECT_EQ(p.action->kind, ActionKind::kRemoveFinalizer);
+  auto going = o;
+  going.now -= kEtcdRemovalTimeout;
+  going.cluster_deleting = true;
+  p = PlanMachine(going);
+  ASSERT_TRUE(p.action);
+  EXPECT_EQ(p.action->kind, ActionKind::kRemoveFinalizer);
+  auto never_initialised = o;
+  never_initialised.now -= kEtcdRemovalTimeout;
+  never_initialised.hm.status.conditions.clear();
+  p = PlanMachine(never_initialised);
+  ASSERT_TRUE(p.action);
+  EXPECT_EQ(p.action->kind, ActionKind::kRemoveFinalizer);
+}
+
 }  // namespace
 }  // namespace caphv::controllers
