@@ -324,6 +324,10 @@ class Planner {
     if (conditions_.IsTrue(kEtcdMemberRemoved)) return false;
     const bool overdue = EtcdStepsOverdue();
     auto give_up = [&](std::string_view reason, const std::string& message) {
+      const api::Condition* before =
+          api::FindCondition(obs_.hm.status.conditions, kEtcdMemberRemoved);
+      plan_.etcd_member_left =
+          before == nullptr || before->status != "False" || before->reason != reason;
       Mark(kEtcdMemberRemoved, false, reason,
            message + "; deleting the VM anyway after " +
                std::to_string(kEtcdRemovalTimeout.count()) +

@@ -236,6 +236,9 @@ struct MachinePlan {
   std::vector<EventNote> events;           // Warning Events of condition transitions
   bool wait_for_pool = false;              // wake on the next IPPool change
   std::vector<std::string> wait_for_pvcs;  // wake when one of these is deleted
+  // The VM goes with its etcd member perhaps left behind (the timeout, or an
+  // unreachable workload cluster): true in the plan that first decides it.
+  bool etcd_member_left = false;
 };
 
 // The owner id this machine's pool entries carry.

@@ -137,15 +137,10 @@ kube::Result HarvesterMachineReconciler::Report(Run& r, const MachineObservation
       plan.events = c.warnings();
     }
   }
-  for (const auto& e : plan.events) {
-    Emit(r, e);
-    // A member left behind when the VM goes anyway (the request itself is
-    // counted by the executor).
-    if (e.reason == "EtcdMemberRemovalTimedOut" ||
-        (e.reason == "EtcdMemberRemovalFailed" && failed == nullptr)) {
-      metrics::EtcdMemberRemoveErrorsTotal().Increment();
-    }
-  }
+  for (const auto& e : plan.events) Emit(r, e);
+  // A member left behind when the VM goes anyway (a failed removal request
+  // is counted by the executor).
+  if (plan.etcd_member_left) metrics::EtcdMemberRemoveErrorsTotal().Increment();
   if (r.conn) {
     if (plan.wait_for_pool) {
       // Every pool exhausted: a failed allocation attempt, as the Go provider counts it.

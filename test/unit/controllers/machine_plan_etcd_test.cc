@@ -145,6 +145,14 @@ TEST(MachinePlanEtcdTest, AfterTheTimeoutTheVmGoesWithAWarning) {
   ASSERT_EQ(p.events.size(), 1u);
   EXPECT_TRUE(p.events[0].warning);
   EXPECT_NE(p.events[0].message.find("etcdctl member remove"), std::string::npos);
+  EXPECT_TRUE(p.etcd_member_left);
+  // Decided once: a later plan (the VM's deletion failed and is retried)
+  // does not count the member again.
+  o.hm.status.conditions = p.status.conditions;
+  p = PlanMachine(o);
+  ASSERT_TRUE(p.action);
+  EXPECT_EQ(p.action->kind, ActionKind::kDeleteVm);
+  EXPECT_FALSE(p.etcd_member_left);
 
   // An unreachable workload cluster: wait, then the same.
   o = DeletingControlPlane();
@@ -159,6 +167,7 @@ TEST(MachinePlanEtcdTest, AfterTheTimeoutTheVmGoesWithAWarning) {
   ASSERT_TRUE(p.action);
   EXPECT_EQ(p.action->kind, ActionKind::kDeleteVm);
   EXPECT_EQ(Reason(p, kEtcdMemberRemoved), "EtcdMemberRemovalFailed");
+  EXPECT_TRUE(p.etcd_member_left);
 }
 
 TEST(MachinePlanEtcdTest, TheNodeFinalizerGoesAfterTheVmBeforeOursAndNotOnAnotherNode) {
