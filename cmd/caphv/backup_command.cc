@@ -16,6 +16,7 @@
 #include "kube/base64.h"
 #include "kube/client.h"
 #include "kube/config.h"
+#include "management_client.h"
 
 #ifndef CAPHV_CLI_VERSION
 #define CAPHV_CLI_VERSION "unknown"
@@ -319,17 +320,10 @@ int RunBackup(const BackupFlags& f, std::ostream& /*out*/, std::ostream& err) {
         << " exists and is not an empty directory (name a new one, or a .tar.gz file)\n";
     return 2;
   }
-  auto config = kube::LoadDefaultConfig(f.kubeconfig);
-  if (!config.ok()) {
-    err << kMe << "--kubeconfig: " << config.status().message() << "\n";
-    return 2;
-  }
-  auto client = kube::Client::New(*config);
-  if (!client.ok()) {
-    err << kMe << client.status().message() << "\n";
-    return 1;
-  }
-  return Backuper(**client, *config, f, err).Run();
+  int rc = 0;
+  auto mgmt = ConnectManagement(f.kubeconfig, kMe, err, &rc);
+  if (!mgmt) return rc;
+  return Backuper(*mgmt->client, mgmt->config, f, err).Run();
 }
 
 }  // namespace caphv::cli

@@ -12,6 +12,7 @@
 #include "api/yaml.h"
 #include "interactive_command.h"
 #include "kube/config.h"
+#include "management_client.h"
 
 namespace caphv::cli {
 namespace {
@@ -151,17 +152,10 @@ int RunGenerate(const GenerateFlags& f, std::istream& in, std::ostream& out, std
     return 1;
   }
   if (f.apply) {
-    auto config = kube::LoadDefaultConfig(f.kubeconfig);
-    if (!config.ok()) {
-      err << "caphv generate: --kubeconfig: " << config.status().message() << "\n";
-      return 2;
-    }
-    auto client = kube::Client::New(*config);
-    if (!client.ok()) {
-      err << "caphv generate: " << client.status().message() << "\n";
-      return 1;
-    }
-    return ApplyAndWait(**client, f, *objects, err);
+    int rc = 0;
+    auto mgmt = ConnectManagement(f.kubeconfig, "caphv generate: ", err, &rc);
+    if (!mgmt) return rc;
+    return ApplyAndWait(*mgmt->client, f, *objects, err);
   }
   return WriteObjects(f.output, *objects, out, err);
 }

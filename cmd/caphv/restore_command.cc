@@ -13,6 +13,7 @@
 #include "discovery.h"
 #include "kube/client.h"
 #include "kube/config.h"
+#include "management_client.h"
 
 namespace caphv::cli {
 namespace {
@@ -425,16 +426,9 @@ int RunRestore(const RestoreFlags& f, std::ostream& out, std::ostream& err) {
     err << kMe << f.from << ": " << parsed.status().message() << "\n";
     return 2;
   }
-  auto config = kube::LoadDefaultConfig(f.kubeconfig);
-  if (!config.ok()) {
-    err << kMe << "--kubeconfig: " << config.status().message() << "\n";
-    return 2;
-  }
-  auto client = kube::Client::New(*config);
-  if (!client.ok()) {
-    err << kMe << client.status().message() << "\n";
-    return 1;
-  }
+  int rc = 0;
+  auto mgmt = ConnectManagement(f.kubeconfig, kMe, err, &rc);
+  if (!mgmt) return rc;
   if (parsed->manifest) {
     const auto& m = *parsed->manifest;
     err << "backup of " << m.server << " (management cluster " << m.management_cluster_id
@@ -443,7 +437,7 @@ int RunRestore(const RestoreFlags& f, std::ostream& out, std::ostream& err) {
     err << "no " << backup::kManifestFile << ": " << Count(parsed->objects.size(), "object")
         << " from the YAML files of " << f.from << "\n";
   }
-  return Restorer(**client, f, out, err).Run(*parsed, config->default_namespace);
+  return Restorer(*mgmt->client, f, out, err).Run(*parsed, mgmt->config.default_namespace);
 }
 
 }  // namespace caphv::cli
