@@ -367,6 +367,36 @@ class TopologyFixture : public E2ETest {
     return out;
   }
 
+  // The start of the lifecycle scenarios: CAPHV's class, a pool of 8
+  // addresses, the addon ConfigMap and the topology Cluster (one server, two
+  // agents), until its three Nodes are initialised (their Machines in
+  // `machines`). Wrap in ASSERT_NO_FATAL_FAILURE.
+  void ProvisionCluster(Pool* pool, std::vector<Object>* machines) {
+    ExpectCleanWorkload();
+    *pool = CreatePool(8);
+    ApplyClusterClass();
+    CreateAddonConfigMap();
+    CreateCluster(TopologyCluster(*pool));
+    *machines = WaitForInitialisedNodes(3);
+    ASSERT_EQ(machines->size(), 3u);
+  }
+
+  // Then three servers: the control plane scaled to 3, the five Nodes
+  // initialised (their Machines in `machines`), etcd three healthy voters.
+  void ScaleToThreeServers(std::vector<Object>* machines) {
+    ScaleControlPlane(3);
+    *machines = WaitForInitialisedNodes(5);
+    ASSERT_EQ(machines->size(), 5u);
+    EtcdView etcd;
+    ASSERT_TRUE(Eventually(
+        [&] {
+          etcd = Etcd();
+          return etcd.voters == 3 && etcd.healthy_voters == 3 && etcd.members.size() == 3;
+        },
+        kWait, kPoll))
+        << etcd.Describe();
+  }
+
   void ScaleControlPlane(int replicas) {
     const Object patch = Object::array({{{"op", "replace"},
                                          {"path", "/spec/topology/controlPlane/replicas"},

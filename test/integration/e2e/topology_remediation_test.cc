@@ -108,13 +108,9 @@ class TopologyRemediationTest : public TopologyFixture {
 };
 
 TEST_F(TopologyRemediationTest, DeadWorkerIsReplacedAndLeavesNothing) {
-  ExpectCleanWorkload();
-  const Pool pool = CreatePool(8);
-  ApplyClusterClass();
-  CreateAddonConfigMap();
-  CreateCluster(TopologyCluster(pool));
-  const auto machines = WaitForInitialisedNodes(3);
-  ASSERT_EQ(machines.size(), 3u);
+  Pool pool;
+  std::vector<Object> machines;
+  ASSERT_NO_FATAL_FAILURE(ProvisionCluster(&pool, &machines));
   std::cout << "3 machines running, Nodes initialised after " << SecondsSinceStart() << " s\n";
 
   StartNodeLifecycleController();
@@ -329,23 +325,11 @@ TEST_F(TopologyRemediationTest, DeadWorkerIsReplacedAndLeavesNothing) {
 // healthy voters at every look; in the end three members, none of the dead
 // server, and nothing of it left on Harvester.
 TEST_F(TopologyRemediationTest, DeadServerIsReplacedKeepingEtcdQuorum) {
-  ExpectCleanWorkload();
-  const Pool pool = CreatePool(8);
-  ApplyClusterClass();
-  CreateAddonConfigMap();
-  CreateCluster(TopologyCluster(pool));
-  ASSERT_EQ(WaitForInitialisedNodes(3).size(), 3u);
-  ScaleControlPlane(3);
-  const auto machines = WaitForInitialisedNodes(5);
-  ASSERT_EQ(machines.size(), 5u);
+  Pool pool;
+  std::vector<Object> machines;
+  ASSERT_NO_FATAL_FAILURE(ProvisionCluster(&pool, &machines));
+  ASSERT_NO_FATAL_FAILURE(ScaleToThreeServers(&machines));
   EtcdView etcd;
-  ASSERT_TRUE(Eventually(
-      [&] {
-        etcd = Etcd();
-        return etcd.voters == 3 && etcd.healthy_voters == 3 && etcd.members.size() == 3;
-      },
-      kWait, kPoll))
-      << etcd.Describe();
   std::cout << "3 servers, 3 etcd members after " << SecondsSinceStart() << " s\n";
 
   StartNodeLifecycleController();

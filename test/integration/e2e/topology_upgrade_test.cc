@@ -22,29 +22,17 @@ inline constexpr char kNewVersion[] = "v1.31.5+rke2r1";
 using TopologyUpgradeTest = TopologyFixture;
 
 TEST_F(TopologyUpgradeTest, VersionBumpReplacesServersOneAtATimeThenWorkersKeepingQuorum) {
-  ExpectCleanWorkload();
-  const Pool pool = CreatePool(8);
-  ApplyClusterClass();
-  CreateAddonConfigMap();
-  CreateCluster(TopologyCluster(pool));
-  ASSERT_EQ(WaitForInitialisedNodes(3).size(), 3u);
-  ScaleControlPlane(3);
-  const auto before = WaitForInitialisedNodes(5);
-  ASSERT_EQ(before.size(), 5u);
+  Pool pool;
+  std::vector<Object> before;
+  ASSERT_NO_FATAL_FAILURE(ProvisionCluster(&pool, &before));
+  ASSERT_NO_FATAL_FAILURE(ScaleToThreeServers(&before));
+  EtcdView etcd;
   std::set<std::string> old_machines, old_vms, old_nodes;
   for (const auto& m : before) {
     old_machines.insert(NameOf(m));
     old_vms.insert(Str(m, "/spec/infrastructureRef/name"));
     old_nodes.insert(Str(m, "/status/nodeRef/name"));
   }
-  EtcdView etcd;
-  ASSERT_TRUE(Eventually(
-      [&] {
-        etcd = Etcd();
-        return etcd.voters == 3 && etcd.healthy_voters == 3 && etcd.members.size() == 3;
-      },
-      kWait, kPoll))
-      << etcd.Describe();
   std::cout << "5 machines at " << kVersion << " after " << SecondsSinceStart() << " s\n";
 
   // The upgrade.
