@@ -7,33 +7,32 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
-#include <boost/asio/read_until.hpp>
-#include <boost/asio/streambuf.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/read.hpp>
 #include <filesystem>
-#include <sstream>
 
 #include "kube/log.h"
 
 namespace caphv::sim {
 
 namespace asio = boost::asio;
+namespace http = boost::beast::http;
 using asio::ip::tcp;
 using Unix = asio::local::stream_protocol;
 
-bool ParseConnect(const std::string& head, std::string* host, std::string* port) {
-  std::istringstream in(head);
-  std::string method, target, version;
-  in >> method >> target >> version;
-  if (method != "CONNECT" || version.rfind("HTTP/1.", 0) != 0) return false;
-  size_t colon = target.rfind(':');
-  if (colon == std::string::npos || colon + 1 == target.size()) return false;
-  std::string h = target.substr(0, colon);
+bool ParseConnectTarget(std::string_view target, std::string* host, std::string* port) {
+  const size_t colon = target.rfind(':');
+  if (colon == std::string_view::npos || colon + 1 == target.size()) return false;
+  std::string_view h = target.substr(0, colon);
   if (h.size() >= 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
-  if (h.empty()) return false;
-  *host = h;
-  *port = target.substr(colon + 1);
-  return port->find_first_not_of("0123456789") == std::string::npos;
+  const std::string_view p = target.substr(colon + 1);
+  if (h.empty() || p.find_first_not_of("0123456789") != std::string_view::npos) return false;
+  *host = std::string(h);
+  *port = std::string(p);
+  return true;
 }
 
 namespace {
@@ -51,17 +50,22 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void Run() {
     auto self = shared_from_this();
-    asio::async_read_until(client_, head_, "\r\n\r\n",
-                           [self](boost::system::error_code ec, size_t n) { self->OnHead(ec, n); });
+    parser_.header_limit(16 * 1024);
+    http::async_read_header(client_, buffer_, parser_,
+                            [self](boost::system::error_code ec, size_t) { self->OnHead(ec); });
   }
 
  private:
-  void OnHead(boost::system::error_code ec, size_t n) {
-    if (ec) return;
-    std::string head(asio::buffers_begin(head_.data()), asio::buffers_begin(head_.data()) + n);
-    head_.consume(n);
+  void OnHead(boost::system::error_code ec) {
+    if (ec == http::error::end_of_stream || ec == asio::error::eof) return;
+    if (ec) return Refuse("400 Bad Request", ec.message());
+    const auto& req = parser_.get();
     std::string host, port;
-    if (!ParseConnect(head, &host, &port)) return Refuse("400 Bad Request", "not a CONNECT");
+    if (req.method() != http::verb::connect ||
+        !ParseConnectTarget(std::string_view(req.target().data(), req.target().size()), &host,
+                            &port)) {
+      return Refuse("400 Bad Request", "not a CONNECT to host:port");
+    }
     std::string target_host = opt_.kubelet_host, target_port = std::to_string(opt_.kubelet_port);
     if (IsLoopback(host)) {
       target_host = host;
@@ -101,11 +105,11 @@ class Session : public std::enable_shared_from_this<Session> {
     asio::async_write(client_, asio::buffer(kOk), [self](boost::system::error_code ec, size_t) {
       if (ec) return self->Close();
       // Bytes the client sent after the head go first.
-      if (self->head_.size() > 0) {
-        asio::async_write(self->upstream_, self->head_.data(),
+      if (self->buffer_.size() > 0) {
+        asio::async_write(self->upstream_, self->buffer_.data(),
                           [self](boost::system::error_code wec, size_t) {
                             if (wec) return self->Close();
-                            self->head_.consume(self->head_.size());
+                            self->buffer_.consume(self->buffer_.size());
                             self->PumpUp();
                           });
       } else {
@@ -151,7 +155,8 @@ class Session : public std::enable_shared_from_this<Session> {
   tcp::socket upstream_;
   const KubeletProxyOptions& opt_;
   kube::log::Logger log_;
-  asio::streambuf head_;
+  boost::beast::flat_buffer buffer_;  // the head, then what came after it
+  http::request_parser<http::empty_body> parser_;
   std::array<char, 16384> up_{};
   std::array<char, 16384> down_{};
 };

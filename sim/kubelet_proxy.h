@@ -19,6 +19,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "kube/status.h"
@@ -33,9 +34,10 @@ struct KubeletProxyOptions {
   std::function<std::string(const std::string& host)> allow;
 };
 
-// The target of a CONNECT request head ("CONNECT host:port HTTP/1.1\r\n...");
-// false when the head is no CONNECT.
-bool ParseConnect(const std::string& head, std::string* host, std::string* port);
+// The host and port of a CONNECT request's target in authority form
+// ("host:port", "[v6]:port"); false when it is not one. (Beast's parser
+// reads the request head.)
+bool ParseConnectTarget(std::string_view target, std::string* host, std::string* port);
 
 class KubeletProxy {
  public:

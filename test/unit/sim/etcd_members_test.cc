@@ -49,18 +49,18 @@ TEST(EtcdMembersTest, AJoiningMemberStartsWithEveryPeerItselfNamed) {
             "cp-a-11111111=http://127.0.0.1:3001,cp-b-22222222=http://127.0.0.1:3002");
 }
 
-TEST(KubeletProxyTest, ConnectHeads) {
+TEST(KubeletProxyTest, ConnectTargets) {
   std::string host, port;
-  ASSERT_TRUE(
-      ParseConnect("CONNECT cp-a:10250 HTTP/1.1\r\nHost: cp-a:10250\r\n\r\n", &host, &port));
+  ASSERT_TRUE(ParseConnectTarget("cp-a:10250", &host, &port));
   EXPECT_EQ(host, "cp-a");
   EXPECT_EQ(port, "10250");
-  ASSERT_TRUE(ParseConnect("CONNECT [fd00::5]:10250 HTTP/1.1\r\n\r\n", &host, &port));
+  ASSERT_TRUE(ParseConnectTarget("[fd00::5]:10250", &host, &port));
   EXPECT_EQ(host, "fd00::5");
-  EXPECT_FALSE(ParseConnect("GET / HTTP/1.1\r\n\r\n", &host, &port));
-  EXPECT_FALSE(ParseConnect("CONNECT cp-a HTTP/1.1\r\n\r\n", &host, &port));
-  EXPECT_FALSE(ParseConnect("CONNECT cp-a:x HTTP/1.1\r\n\r\n", &host, &port));
-  EXPECT_FALSE(ParseConnect("CONNECT :10250 HTTP/1.1\r\n\r\n", &host, &port));
+  EXPECT_FALSE(ParseConnectTarget("/", &host, &port));
+  EXPECT_FALSE(ParseConnectTarget("cp-a", &host, &port));
+  EXPECT_FALSE(ParseConnectTarget("cp-a:", &host, &port));
+  EXPECT_FALSE(ParseConnectTarget("cp-a:x", &host, &port));
+  EXPECT_FALSE(ParseConnectTarget(":10250", &host, &port));
 }
 
 }  // namespace
