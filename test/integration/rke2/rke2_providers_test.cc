@@ -384,7 +384,9 @@ TEST_F(Rke2ProvidersTest, ControlPlaneOfAClusterIsReconciledToItsFirstMachine) {
   EXPECT_NE(value->find("/etc/rancher/rke2/config.yaml"), std::string::npos) << *value;
   EXPECT_NE(value->find("INSTALL_RKE2_VERSION=v1.32.4+rke2r1"), std::string::npos) << *value;
 
-  // Deleting the Cluster takes the control plane and its Machine with it.
+  // Deleting the Cluster takes the control plane and its Machine with it
+  // (the control-plane manager looks again every 30 s while Machines are
+  // left).
   ASSERT_TRUE(mgmt_->Delete(kClusters, ns, cluster).ok());
   EXPECT_TRUE(Eventually(
       [&] {
@@ -392,8 +394,9 @@ TEST_F(Rke2ProvidersTest, ControlPlaneOfAClusterIsReconciledToItsFirstMachine) {
                    kube::StatusCode::kNotFound &&
                mgmt_->Get(kClusters, ns, cluster).status().code() == kube::StatusCode::kNotFound;
       },
-      std::chrono::seconds(90)))
-      << "the Cluster or its RKE2ControlPlane was not deleted";
+      std::chrono::seconds(150)))
+      << "the Cluster or its RKE2ControlPlane was not deleted\n"
+      << ControlPlaneLog(cluster);
 }
 
 }  // namespace
