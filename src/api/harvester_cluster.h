@@ -12,6 +12,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "api/common.h"
@@ -176,10 +177,28 @@ struct HarvesterClusterSpec {
 // (0.0.0.0, ::). ClusterClass templates carry {host: 0.0.0.0, port: 6443} as
 // a placeholder, which means "not set": CAPHV makes the load balancer and
 // writes its address over it.
+inline bool PlaceholderHost(std::string_view host) {
+  return host.empty() || host == "0.0.0.0" || host == "::";
+}
 inline bool ControlPlaneEndpointSet(const HarvesterClusterSpec& spec) {
-  if (!spec.control_plane_endpoint) return false;
-  const std::string& host = spec.control_plane_endpoint->host;
-  return !host.empty() && host != "0.0.0.0" && host != "::";
+  return spec.control_plane_endpoint && !PlaceholderHost(spec.control_plane_endpoint->host);
+}
+
+// spec.controlPlaneEndpoint of an object read as JSON (a Cluster, a
+// HarvesterCluster) when it is a real address: a host that is no
+// placeholder and a port in 1..65535; nullopt otherwise, malformed included.
+inline std::optional<APIEndpoint> RealControlPlaneEndpoint(const Json& obj) {
+  static const Json::json_pointer kHost("/spec/controlPlaneEndpoint/host");
+  static const Json::json_pointer kPort("/spec/controlPlaneEndpoint/port");
+  if (!obj.is_object() || !obj.contains(kHost) || !obj.contains(kPort)) return std::nullopt;
+  const Json& host = obj.at(kHost);
+  const Json& port = obj.at(kPort);
+  if (!host.is_string() || !port.is_number_integer()) return std::nullopt;
+  const auto p = port.get<int64_t>();
+  if (PlaceholderHost(host.get_ref<const std::string&>()) || p <= 0 || p > 65535) {
+    return std::nullopt;
+  }
+  return APIEndpoint{host.get<std::string>(), static_cast<int32_t>(p)};
 }
 
 struct HarvesterClusterStatus {

@@ -41,13 +41,8 @@ ClusterObservation HarvesterClusterReconciler::Observe(Run& r, api::HarvesterClu
   if (!o.cluster_name.empty()) cluster = ctx_.clusters->store().Get(r.req.ns, o.cluster_name);
   o.paused = IsPaused(cluster.get(), object);
   if (cluster) {
-    const std::string host = Str(*cluster, {"spec", "controlPlaneEndpoint", "host"});
-    const auto at = kube::Object::json_pointer("/spec/controlPlaneEndpoint/port");
-    const int64_t port = cluster->contains(at) && cluster->at(at).is_number_integer()
-                             ? cluster->at(at).get<int64_t>()
-                             : 0;
-    if (!host.empty() && host != "0.0.0.0" && host != "::" && port > 0 && port <= 65535) {
-      o.cluster_endpoint = harvester::Endpoint{host, static_cast<int32_t>(port)};
+    if (const auto ep = api::RealControlPlaneEndpoint(*cluster)) {
+      o.cluster_endpoint = harvester::Endpoint{ep->host, ep->port};
     }
   }
   if (o.paused || o.cluster_name.empty()) return o;

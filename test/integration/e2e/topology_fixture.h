@@ -381,9 +381,11 @@ class TopologyFixture : public E2ETest {
     ASSERT_EQ(machines->size(), 3u);
   }
 
-  // Then three servers: the control plane scaled to 3, the five Nodes
-  // initialised (their Machines in `machines`), etcd three healthy voters.
-  void ScaleToThreeServers(std::vector<Object>* machines) {
+  // ProvisionCluster, then three servers: the control plane scaled to 3, the
+  // five Nodes initialised (their Machines in `machines`), etcd three healthy
+  // voters. Wrap in ASSERT_NO_FATAL_FAILURE.
+  void ProvisionThreeServers(Pool* pool, std::vector<Object>* machines) {
+    ASSERT_NO_FATAL_FAILURE(ProvisionCluster(pool, machines));
     ScaleControlPlane(3);
     *machines = WaitForInitialisedNodes(5);
     ASSERT_EQ(machines->size(), 5u);

@@ -327,8 +327,7 @@ TEST_F(TopologyRemediationTest, DeadWorkerIsReplacedAndLeavesNothing) {
 TEST_F(TopologyRemediationTest, DeadServerIsReplacedKeepingEtcdQuorum) {
   Pool pool;
   std::vector<Object> machines;
-  ASSERT_NO_FATAL_FAILURE(ProvisionCluster(&pool, &machines));
-  ASSERT_NO_FATAL_FAILURE(ScaleToThreeServers(&machines));
+  ASSERT_NO_FATAL_FAILURE(ProvisionThreeServers(&pool, &machines));
   EtcdView etcd;
   std::cout << "3 servers, 3 etcd members after " << SecondsSinceStart() << " s\n";
 

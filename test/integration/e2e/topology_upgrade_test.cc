@@ -24,8 +24,7 @@ using TopologyUpgradeTest = TopologyFixture;
 TEST_F(TopologyUpgradeTest, VersionBumpReplacesServersOneAtATimeThenWorkersKeepingQuorum) {
   Pool pool;
   std::vector<Object> before;
-  ASSERT_NO_FATAL_FAILURE(ProvisionCluster(&pool, &before));
-  ASSERT_NO_FATAL_FAILURE(ScaleToThreeServers(&before));
+  ASSERT_NO_FATAL_FAILURE(ProvisionThreeServers(&pool, &before));
   EtcdView etcd;
   std::set<std::string> old_machines, old_vms, old_nodes;
   for (const auto& m : before) {
