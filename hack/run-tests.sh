@@ -44,10 +44,10 @@ asan_tree() {
 start=$(date +%s)
 rc_regular=0 rc_asan=0
 if [ "${CAPHV_TESTS_SERIAL:-0}" = 1 ]; then
-  run_tree regular build --timeout 900 -j 1 || rc_regular=$?
+  run_tree regular build --timeout 1200 -j 1 || rc_regular=$?
   asan_tree || rc_asan=$?
 else
-  run_tree regular build --timeout 900 -j 1 &
+  run_tree regular build --timeout 1200 -j 1 &
   regular=$!
   asan_tree &
   asan=$!
