@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the test bed's Go binaries from the Go module proxy, once, into
 # $CAPHV_CACHE_DIR/bin/<family>-<version>-<go.sum digest>/. The wrapper modules
-# live in tools/testbins/<family>/ (go.mod + go.sum only).
+# live in tools/testbins/<family>/ (go.mod + go.sum only; kubevirt-crds also has its generator,
+# main.go).
 #
 #   kube: kube-apiserver, kube-controller-manager  (k8s.io/kubernetes)
 #         and kubectl, same version, from its own wrapper module tools/testbins/kubectl/ so
@@ -31,6 +32,13 @@
 #   prometheus-operator: no binary; the ServiceMonitor and PrometheusRule CRDs (module
 #         github.com/prometheus-operator/prometheus-operator, example/prometheus-operator-crd/)
 #         in crds/, so that the test bed accepts the release's ServiceMonitor.
+#   kubevirt-crds: no binary; KubeVirt's VirtualMachine and VirtualMachineInstance CRDs as
+#         virt-operator registers them, their schemas from the module kubevirt.io/kubevirt
+#         (CRDsValidation of pkg/virt-operator/resource/generate/components/
+#         validations_generated.go), written by tools/testbins/kubevirt-crds/main.go into
+#         $CAPHV_CACHE_DIR/bin/kubevirt-crds-<version>-<digest of go.mod, go.sum, main.go>/crds/;
+#         the test bed's `caphv-sim install --kubevirt-crds` applies them instead of the
+#         simulator's embedded structural subsets.
 #
 # Go: the first Go >= 1.24 of hack/lib/toolchain.sh (PATH, /usr/local/go, the toolchain
 # hack/setup.sh installs into $CAPHV_CACHE_DIR/go/).
@@ -60,6 +68,7 @@ CERT_MANAGER_VERSION=v1.18.2
 HELM_VERSION=v3.19.5
 PROMETHEUS_OPERATOR_VERSION=v0.85.0
 KWOK_VERSION=v0.7.0
+KUBEVIRT_VERSION=v1.6.0
 third_party=${CAPHV_THIRD_PARTY:-$root/../shared/third_party}
 caphv_go_tarball=$third_party/cluster-api-provider-harvester-$CAPHV_GO_VERSION.tar.gz
 RKE2_VERSION=v0.21.1
@@ -264,6 +273,49 @@ fetch_prometheus_operator_crds() {
   ) 9>"$dir/.lock"
 }
 
+# kubevirt_crds_dir -> cache folder keyed by the KubeVirt version and the generator's module and
+# source.
+kubevirt_crds_dir() {
+  local digest
+  digest=$(cd "$root/tools/testbins/kubevirt-crds" && cat go.mod go.sum main.go | sha256sum | cut -c1-12)
+  echo "$cache/bin/kubevirt-crds-$KUBEVIRT_VERSION-$digest"
+}
+
+# KubeVirt publishes no CRD YAML: virt-operator builds the CRDs in code and takes their schemas
+# from raw YAML strings in its source. tools/testbins/kubevirt-crds/main.go reads those of the
+# module (downloaded and verified against the wrapper module's go.sum; nothing of it is built)
+# and writes the VirtualMachine and VirtualMachineInstance CRDs.
+fetch_kubevirt_crds() {
+  local dir src
+  dir=$(kubevirt_crds_dir)
+  [ -d "$dir/crds" ] && return 0
+  grep -q "kubevirt.io/kubevirt $KUBEVIRT_VERSION\$" "$root/tools/testbins/kubevirt-crds/go.mod" || {
+    echo "testbins: tools/testbins/kubevirt-crds/go.mod does not require kubevirt.io/kubevirt $KUBEVIRT_VERSION" >&2
+    exit 1
+  }
+  require_go
+  mkdir -p "$dir"
+  (
+    flock 9
+    [ -d "$dir/crds" ] && exit 0
+    cd "$root/tools/testbins/kubevirt-crds"
+    src=$(go mod download -json "kubevirt.io/kubevirt@$KUBEVIRT_VERSION" |
+      sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+    [ -n "$src" ] && [ -d "$src" ] || {
+      echo "testbins: kubevirt-crds: downloading kubevirt.io/kubevirt $KUBEVIRT_VERSION failed" >&2
+      exit 1
+    }
+    rm -rf "$dir/crds.tmp"
+    mkdir -p "$dir/crds.tmp"
+    if ! go run -trimpath . "$src" "$dir/crds.tmp" >"$dir/kubevirt-crds.log" 2>&1; then
+      echo "testbins: kubevirt-crds $KUBEVIRT_VERSION: writing the CRDs failed; see $dir/kubevirt-crds.log" >&2
+      tail -n 20 "$dir/kubevirt-crds.log" >&2
+      exit 1
+    fi
+    mv "$dir/crds.tmp" "$dir/crds"
+  ) 9>"$dir/.lock"
+}
+
 # build FAMILY VERSION LDFLAGS TAGS "out=package ..." (FAMILY names the wrapper module)
 build() {
   local family=$1 version=$2 ldflags=$3 tags=$4 targets=$5 dir out pkg t start
@@ -293,7 +345,7 @@ build() {
 }
 
 families=("$@")
-[ "${#families[@]}" -eq 0 ] && families=(kube etcd capi caphv-go rke2 cert-manager helm prometheus-operator kwok)
+[ "${#families[@]}" -eq 0 ] && families=(kube etcd capi caphv-go rke2 cert-manager helm prometheus-operator kwok kubevirt-crds)
 
 for f in "${families[@]}"; do
   case $f in
@@ -374,6 +426,11 @@ for f in "${families[@]}"; do
       fetch_prometheus_operator_crds
       mkdir -p "$cache/bin/current"
       ln -sfn "$(bin_dir prometheus-operator "$PROMETHEUS_OPERATOR_VERSION")/crds" "$cache/bin/current/prometheus-operator-crds"
+      ;;
+    kubevirt-crds)
+      fetch_kubevirt_crds
+      mkdir -p "$cache/bin/current"
+      ln -sfn "$(kubevirt_crds_dir)/crds" "$cache/bin/current/kubevirt-crds"
       ;;
     kwok)
       # kwok's kubelet server plays the simulated nodes' kubelet API (pod

@@ -46,6 +46,7 @@ kube::StatusOr<Environment> ParseEnvironment(const std::string& yaml) {
                   i.value("size", int64_t{0}),     i.value("virtualSize", int64_t{0})};
       if (im.name.empty()) return Missing("images[].name");
       if (im.display_name.empty()) im.display_name = im.name;
+      im.guest_agent = i.value("guestAgent", false);
       env.images.push_back(im);
     }
     for (const auto& k : d.value("keypairs", Object::array())) {

@@ -25,6 +25,10 @@ namespace caphv::sim {
 struct EnvImage {
   std::string ns = "default", name, display_name, url;
   int64_t size = 0, virtual_size = 0;
+  // The image ships qemu-guest-agent enabled (`guestAgent: true`): its VMs
+  // report addresses whatever their user data says. Cloud images of Ubuntu,
+  // Debian and openSUSE do not.
+  bool guest_agent = false;
 };
 struct EnvKeyPair {
   std::string ns = "default", name, public_key;

@@ -6,6 +6,10 @@
 // pods and kube-system/rke2-serving on servers). Decisions are the pure
 // functions of sim/rke2.h; this file reads the caches and writes.
 
+#include <utility>
+
+#include "kube/base64.h"
+#include "kube/config.h"
 #include "kube/self_signed.h"
 #include "sim/object_util.h"
 #include "sim/simulator.h"
@@ -79,6 +83,16 @@ kube::StatusOr<Simulator::Guest> Simulator::LoadGuest(const Object& vm) {
   Guest g;
   g.uid = kube::UidOf(vm);
   g.node = Name(vm);
+  bool stripped = false;
+  if (auto n = namespaces_->store().Get("", Ns(vm)); n != nullptr) {
+    stripped = StrAt(*n, {"metadata", "labels", kStripGuestAgentLabel}) == "true";
+  }
+  g.guest_agent =
+      ImageShipsGuestAgent(vm) || (!stripped && UserDataRunsGuestAgent(user_data, Name(vm)));
+  if (!g.guest_agent) {
+    log_.Info("Guest runs no qemu-guest-agent: its addresses stay unknown to KubeVirt",
+              {{"vm", key}});
+  }
   auto rke2 = Rke2FromUserData(user_data, Name(vm));
   if (!rke2.ok()) {
     g.error = rke2.status().message();
@@ -94,6 +108,101 @@ kube::StatusOr<Simulator::Guest> Simulator::LoadGuest(const Object& vm) {
   std::lock_guard lock(mu_);
   guests_[key] = g;
   return g;
+}
+
+namespace {
+
+// "host:port" of an https:// URL ("" when it is not one).
+std::string HostPortOf(const std::string& url) {
+  constexpr std::string_view kScheme = "https://";
+  if (!url.starts_with(kScheme)) return "";
+  std::string rest = url.substr(kScheme.size());
+  return rest.substr(0, rest.find('/'));
+}
+
+}  // namespace
+
+Simulator::CcmLookup Simulator::CloudProviderLookup(const std::string& node_name) {
+  constexpr char kSecret[] = "kube-system/cloud-config";
+  auto secret = w_->Get(kube::resources::kSecrets, "kube-system", "cloud-config");
+  if (!secret.ok()) {
+    return {"", "CloudConfigMissing",
+            std::string("the Harvester cloud provider cannot read ") + kSecret + ": " +
+                secret.status().message()};
+  }
+  const std::string encoded = StrAt(*secret, {"data", "cloud-config"});
+  auto text = kube::Base64Decode(encoded);
+  if (encoded.empty() || !text) {
+    return {"", "CloudConfigMissing",
+            std::string("the Secret ") + kSecret + " has no key cloud-config"};
+  }
+  auto config = kube::LoadInlineKubeconfig(*text);
+  if (!config.ok()) {
+    return {"", "CloudConfigInvalid",
+            std::string("the kubeconfig in ") + kSecret +
+                " does not load: " + config.status().message()};
+  }
+  // Its server must be this Harvester: its own address, or its VIP.
+  const std::string ours = HostPortOf(h_->config().server);
+  const std::string theirs = HostPortOf(config->server);
+  const bool vip = !opt_.env.vip.empty() && theirs.substr(0, theirs.rfind(':')) == opt_.env.vip;
+  if (theirs != ours && !vip) {
+    return {"", "HarvesterUnreachable",
+            "the kubeconfig in " + std::string(kSecret) + " names server " + config->server +
+                ", which is not this Harvester (" + h_->config().server +
+                (opt_.env.vip.empty() ? "" : ", VIP " + opt_.env.vip) + ")"};
+  }
+  kube::RestConfig as_ccm;
+  as_ccm.server = h_->config().server;
+  as_ccm.ca_pem = config->ca_pem;
+  as_ccm.token = config->token;
+  as_ccm.client_cert_pem = config->client_cert_pem;
+  as_ccm.client_key_pem = config->client_key_pem;
+  as_ccm.insecure_skip_tls_verify = config->insecure_skip_tls_verify;
+  as_ccm.user_agent = "harvester-cloud-provider";
+  as_ccm.request_timeout = std::chrono::seconds(10);
+  auto client = kube::Client::New(std::move(as_ccm));
+  if (!client.ok()) {
+    return {"", "CloudConfigInvalid",
+            "the kubeconfig in " + std::string(kSecret) + ": " + client.status().message()};
+  }
+  const std::string ns = config->default_namespace;
+  auto vm = (*client)->Get(gvr::kVirtualMachines, ns, node_name);
+  if (vm.ok()) return {ProviderIdFor(*vm), "", ""};
+  const kube::Status& s = vm.status();
+  std::string reason = "InstanceLookupFailed";
+  std::string why = s.message();
+  if (s.IsNotFound()) {
+    reason = "InstanceNotFound";
+    why = "no VirtualMachine " + ns + "/" + node_name +
+          " (the cloud provider looks the VM up by the Node's name, in the namespace of its "
+          "kubeconfig's context)";
+  } else if (s.code() == kube::StatusCode::kUnauthorized) {
+    reason = "Unauthorized";
+    why = "Harvester does not accept the token of the kubeconfig: " + s.message();
+  } else if (s.code() == kube::StatusCode::kForbidden) {
+    reason = "Forbidden";
+    why = "the token of the kubeconfig may not read VirtualMachines in " + ns + ": " + s.message();
+  }
+  return {
+      "", reason,
+      "the Harvester cloud provider cannot find the instance of Node " + node_name + ": " + why};
+}
+
+bool Simulator::ImageShipsGuestAgent(const Object& vm) const {
+  auto claims = ClaimsFromVm(vm);
+  if (!claims.ok()) return false;
+  for (const auto& pvc : *claims) {
+    const std::string image = StrAt(pvc, {"metadata", "annotations", kImageIdAnnotation});
+    if (image.empty()) continue;
+    const auto slash = image.find('/');
+    const std::string ins = slash == std::string::npos ? Ns(vm) : image.substr(0, slash);
+    const std::string iname = slash == std::string::npos ? image : image.substr(slash + 1);
+    for (const auto& im : opt_.env.images) {
+      if (im.ns == ins && im.name == iname && im.guest_agent) return true;
+    }
+  }
+  return false;
 }
 
 Rke2Cluster Simulator::ClusterFor(const Object& vm, bool* is_first) {
@@ -501,9 +610,29 @@ Status Simulator::SyncNode(const Object& vm, Stage stage, const std::vector<Nic>
     const auto wait = since + opt_.provider_id_delay - Clock::now();
     if (wait > Clock::duration::zero()) {
       *requeue = std::chrono::duration_cast<milliseconds>(wait) + milliseconds(1);
-    } else {
+    } else if (!guest->rke2) {
+      // A guest without RKE2 has no cloud-config of its own: the simulator
+      // stands in for its cloud provider.
       drop.insert(kUninitializedTaint);
       provider_id = ProviderIdFor(vm);
+    } else if (CcmLookup found = CloudProviderLookup(node_name); !found.provider_id.empty()) {
+      drop.insert(kUninitializedTaint);
+      provider_id = found.provider_id;
+    } else {
+      // The real cloud node controller retries; the Node keeps its taint.
+      bool warn = false;
+      {
+        std::lock_guard lock(mu_);
+        warn = std::exchange(ccm_warned_[node_name], found.reason) != found.reason;
+      }
+      if (warn) {
+        log_.Info("Cloud provider cannot initialize Node",
+                  {{"node", node_name}, {"reason", found.reason}, {"message", found.message}});
+        workload_recorder_->Event(*node, kube::EventType::kWarning, found.reason, found.message);
+      }
+      if (requeue->count() == 0 || *requeue > std::chrono::seconds(5)) {
+        *requeue = std::chrono::seconds(5);
+      }
     }
   }
   const Object patch = NodeSpecPatch(*node, drop, provider_id);

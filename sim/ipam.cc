@@ -3,6 +3,7 @@
 #include "sim/ipam.h"
 
 #include <charconv>
+#include <cstdio>
 
 namespace caphv::sim {
 
@@ -180,6 +181,149 @@ std::optional<uint32_t> LeaseFrom(uint32_t start, uint32_t end, const std::set<u
     if (!used.contains(static_cast<uint32_t>(ip))) return static_cast<uint32_t>(ip);
   }
   return std::nullopt;
+}
+
+bool IsGlobalPool(const Object& pool) {
+  const Object scope = pool.value("/spec/selector/scope"_json_pointer, Object::array());
+  if (!scope.is_array() || scope.size() != 1 || !scope[0].is_object()) return false;
+  for (const char* key : {"project", "namespace", "guestCluster"}) {
+    if (scope[0].value(key, "") != "*") return false;
+  }
+  return true;
+}
+
+namespace {
+
+// A range as the Go validator prints it (`%+v` of allocator.Range).
+std::string GoRange(const PoolRange& r) {
+  auto cidr = ParseCidr(r.subnet);
+  char mask[16];
+  std::snprintf(mask, sizeof mask, "%08x",
+                cidr && cidr->prefix > 0 ? ~0u << (32 - cidr->prefix) : 0u);
+  return "{RangeStart:" + FormatIpv4(r.start) + " RangeEnd:" + FormatIpv4(r.end) +
+         " Subnet:{IP:" + FormatIpv4(cidr ? cidr->Network() : 0) + " Mask:" + mask +
+         "} Gateway:" + FormatIpv4(r.gateway) + "}";
+}
+
+// parseIP of pkg/ipam/allocator.go for one explicit range bound, or "".
+std::string CheckBound(const Object& range, const char* key, const char* what) {
+  const std::string text = range.value(key, "");
+  if (text.empty()) return "";
+  auto cidr = ParseCidr(range.value("subnet", ""));
+  auto ip = ParseIpv4(text);
+  std::string why;
+  if (!ip) {
+    why = "invalid IP " + text;
+  } else if (!cidr) {
+    return "";
+  } else if (*ip < cidr->Network() || *ip > cidr->Broadcast()) {
+    why = "IP " + text + " is out of subnet " + range.value("subnet", "");
+  } else if (*ip == cidr->Network()) {
+    why = "IP " + text + " is the network address";
+  } else if (*ip == cidr->Broadcast()) {
+    why = "IP " + text + " is the broadcast address";
+  } else {
+    return "";
+  }
+  return std::string("invalid ") + what + " " + text + ": " + why;
+}
+
+}  // namespace
+
+std::vector<std::string> ValidateIpPool(const std::string& operation, const Object& pool,
+                                        const PoolAdmissionWorld& world) {
+  const std::string name = pool.value("/metadata/name"_json_pointer, "");
+  const Object status = pool.value("status", Object::object());
+  const Object allocated =
+      status.is_object() ? status.value("allocated", Object::object()) : Object::object();
+  if (operation == "DELETE") {
+    if (allocated.is_object() && !allocated.empty()) {
+      return {"can't delete pool before releasing all the allocated IP"};
+    }
+    return {};
+  }
+  const Object meta = pool.value("metadata", Object::object());
+  if (operation == "UPDATE" && meta.contains("deletionTimestamp") &&
+      !meta["deletionTimestamp"].is_null()) {
+    return {};
+  }
+  const std::string prefix = std::string(operation == "UPDATE" ? "can't update" : "can't create") +
+                             " IP pool " + name + " because ";
+
+  // The mutator's network lookup (pkg/utils/vid.go) comes first.
+  const std::string network = pool.value("/spec/selector/network"_json_pointer, "");
+  if (!network.empty()) {
+    const size_t slash = network.find('/');
+    if (slash == std::string::npos || network.find('/', slash + 1) != std::string::npos) {
+      return {prefix + "invalid network " + network};
+    }
+    if (world.network_exists &&
+        !world.network_exists(network.substr(0, slash), network.substr(slash + 1))) {
+      return {prefix + "network-attachment-definitions.k8s.cni.cncf.io \"" +
+              network.substr(slash + 1) + "\" not found"};
+    }
+  }
+
+  const Object raw = pool.value("/spec/ranges"_json_pointer, Object::array());
+  if (!raw.is_array() || raw.empty()) return {prefix + "range can't be empty"};
+  for (const auto& r : raw) {
+    if (!ParseCidr(r.value("subnet", ""))) {
+      return {prefix + "invalid CIDR address: " + r.value("subnet", "") +
+              ", a valid example is 192.168.1.0/24"};
+    }
+    for (auto [key, what] : {std::pair{"rangeStart", "range start"},
+                             std::pair{"rangeEnd", "range end"}, std::pair{"gateway", "gateway"}}) {
+      if (std::string e = CheckBound(r, key, what); !e.empty()) return {prefix + e};
+    }
+  }
+  auto ranges = PoolRanges(pool);
+  if (!ranges.ok()) return {prefix + ranges.status().message()};
+  for (size_t i = 0; i < ranges->size(); ++i) {
+    for (size_t j = i + 1; j < ranges->size(); ++j) {
+      const PoolRange &a = (*ranges)[i], &b = (*ranges)[j];
+      if (a.start <= b.end && b.start <= a.end) {
+        return {prefix + "there are overlaps between range " + GoRange(a) + " and " + GoRange(b)};
+      }
+    }
+  }
+  for (const auto& other : world.other_pools) {
+    if (other.value("/metadata/name"_json_pointer, "") == name) continue;
+    auto theirs = PoolRanges(other);
+    if (!theirs.ok()) continue;
+    for (const auto& a : *ranges) {
+      for (const auto& b : *theirs) {
+        if (a.start > b.end || b.start > a.end) continue;
+        std::string set;
+        for (const auto& r : *ranges) set += (set.empty() ? "" : " ") + GoRange(r);
+        return {prefix + "the ranges [" + set + "] overlap with other pools"};
+      }
+    }
+  }
+  if (operation == "UPDATE" && allocated.is_object()) {
+    for (auto it = allocated.begin(); it != allocated.end(); ++it) {
+      auto ip = ParseIpv4(it.key());
+      if (!ip) return {prefix + "invalid ip string " + it.key()};
+      if (!RangeOf(*ranges, *ip)) return {prefix + "allocated IP " + it.key() + " is excluded"};
+    }
+  }
+  // Selector checks (checkSelector): one global pool; a non-global pool's
+  // non-zero priority is its own.
+  const bool global = IsGlobalPool(pool);
+  const int64_t priority = pool.value("/spec/selector/priority"_json_pointer, int64_t{0});
+  for (const auto& other : world.other_pools) {
+    const std::string other_name = other.value("/metadata/name"_json_pointer, "");
+    if (other_name == name) continue;
+    if (global) {
+      if (IsGlobalPool(other)) return {prefix + "there is already a global IP pool: " + other_name};
+      continue;
+    }
+    if (IsGlobalPool(other)) continue;
+    if (priority != 0 &&
+        other.value("/spec/selector/priority"_json_pointer, int64_t{0}) == priority) {
+      return {prefix + "the priority can't be the same as the pool " + other_name};
+    }
+  }
+  return {};
 }
 
 }  // namespace caphv::sim

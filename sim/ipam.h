@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -72,6 +73,31 @@ kube::StatusOr<std::string> PoolReserve(const std::vector<PoolRange>& ranges, Po
 bool PoolRelease(PoolStatus& status, const std::string& owner);
 // The range that holds `ip`, if any.
 std::optional<PoolRange> RangeOf(const std::vector<PoolRange>& ranges, uint32_t ip);
+
+// Harvester's IPPool admission (load-balancer-harvester v1.7.3
+// pkg/webhook/ippool/validator.go, the network lookup of mutator.go and
+// pkg/utils/vid.go), with its messages ("can't create IP pool <name>
+// because ..."), the first problem only:
+//  - selector.network, when set, is "<namespace>/<name>" of an existing
+//    NetworkAttachmentDefinition, on every CREATE and UPDATE;
+//  - ranges are not empty, parse, their explicit bounds are neither the
+//    subnet's network nor its broadcast address, and they overlap neither
+//    each other nor any range of another pool;
+//  - on UPDATE every allocated address lies in a range;
+//  - a pool whose scope is exactly one {project: *, namespace: *,
+//    guestCluster: *} tuple is the global pool; there is at most one;
+//  - a non-global pool's non-zero priority is not another's;
+//  - DELETE is refused while the pool has allocated addresses.
+// An UPDATE of a pool being deleted is not judged.
+struct PoolAdmissionWorld {
+  std::vector<kube::Object> other_pools;  // every IPPool but the one reviewed
+  std::function<bool(const std::string& ns, const std::string& name)> network_exists;
+};
+bool IsGlobalPool(const kube::Object& pool);
+// The messages Harvester refuses `pool` with ("" operation = CREATE);
+// empty = allowed.
+std::vector<std::string> ValidateIpPool(const std::string& operation, const kube::Object& pool,
+                                        const PoolAdmissionWorld& world);
 
 // The first address of [start, end] not in `used`.
 std::optional<uint32_t> LeaseFrom(uint32_t start, uint32_t end, const std::set<uint32_t>& used);

@@ -5,6 +5,8 @@
 #include <openssl/evp.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <functional>
 #include <set>
 #include <sstream>
 
@@ -175,17 +177,8 @@ std::vector<std::string> ValidateVm(const Object& vm, const std::string& network
       errors.push_back(std::string("annotation ") + kClaimTemplatesAnnotation +
                        " is not a JSON array of PersistentVolumeClaims");
     } else {
-      for (const auto& t : parsed) {
-        const std::string image = Str(t, {"metadata", "annotations", kImageIdAnnotation});
-        if (image.empty()) continue;
-        const auto slash = image.find('/');
-        const std::string ins = slash == std::string::npos ? ns : image.substr(0, slash);
-        const std::string iname = slash == std::string::npos ? image : image.substr(slash + 1);
-        if (world.image_exists && !world.image_exists(ins, iname)) {
-          errors.push_back("virtualmachineimages.harvesterhci.io \"" + ins + "/" + iname +
-                           "\" not found");
-        }
-      }
+      // A missing image is not refused here: Harvester skips its PVC and the
+      // VM waits (ErrorPvcNotFound, see EnsureClaims).
     }
   }
   for (const auto& nic : PlanNics(vm, network_data)) {
@@ -291,7 +284,21 @@ milliseconds UntilNextStage(Stage stage, milliseconds since_start, milliseconds 
   }
 }
 
-Object BuildVmi(const Object& vm, Stage stage, const std::vector<Nic>& nics) {
+std::string LinkLocalAddress(const std::string& mac) {
+  unsigned int b[6];
+  char tail = 0;
+  if (std::sscanf(mac.c_str(), "%2x:%2x:%2x:%2x:%2x:%2x%c", &b[0], &b[1], &b[2], &b[3], &b[4],
+                  &b[5], &tail) != 6) {
+    return "";
+  }
+  char out[64];
+  std::snprintf(out, sizeof out, "fe80::%x:%x:%x:%x", ((b[0] ^ 2u) << 8) | b[1],
+                (b[2] << 8) | 0xffu, (0xfeu << 8) | b[3], (b[4] << 8) | b[5]);
+  return out;
+}
+
+Object BuildVmi(const Object& vm, Stage stage, const std::vector<Nic>& nics,
+                const GuestAgentReport& agent) {
   const std::string name = Str(vm, {"metadata", "name"});
   Object labels = At(vm, {"spec", "template", "metadata", "labels"});
   if (!labels.is_object()) labels = Object::object();
@@ -327,7 +334,8 @@ Object BuildVmi(const Object& vm, Stage stage, const std::vector<Nic>& nics) {
                    {"status", ready ? "True" : "False"},
                    {"lastProbeTime", nullptr},
                    {"lastTransitionTime", Iso8601Now()}});
-  if (ready) conds.push_back({{"type", "AgentConnected"}, {"status", "True"}});
+  const bool agent_up = ready && agent.runs;
+  if (agent_up) conds.push_back({{"type", "AgentConnected"}, {"status", "True"}});
   if (stage == Stage::kFailed) {
     conds[0]["reason"] = "SimulatedFailure";
     conds[0]["message"] = std::string("failure injected by annotation ") +
@@ -337,22 +345,44 @@ Object BuildVmi(const Object& vm, Stage stage, const std::vector<Nic>& nics) {
   if (stage == Stage::kBooting || stage == Stage::kRunning) {
     Object ifs = Object::array();
     for (size_t i = 0; i < nics.size(); ++i) {
+      // infoSource as KubeVirt joins it (pkg/network/vmispec/infosource.go):
+      // domain, then guest-agent, then multus-status for a Multus network.
+      const std::string multus = nics[i].network.empty() ? "" : ", multus-status";
       Object entry = {{"name", nics[i].name},
                       {"mac", nics[i].mac},
-                      {"infoSource", "domain"},
+                      {"infoSource", "domain" + multus},
                       {"queueCount", 1},
                       {"linkState", "up"}};
-      if (ready && !nics[i].ip.empty()) {
+      if (agent_up) {
         entry["interfaceName"] = "eth" + std::to_string(i);
-        entry["ipAddress"] = nics[i].ip;
-        entry["ipAddresses"] = Object::array({nics[i].ip});
-        entry["infoSource"] = "domain, guest-agent";
+        entry["infoSource"] = "domain, guest-agent" + multus;
+        Object ips = Object::array();
+        if (!nics[i].ip.empty()) {
+          entry["ipAddress"] = nics[i].ip;
+          ips.push_back(nics[i].ip);
+        }
+        if (std::string ll = LinkLocalAddress(nics[i].mac); !ll.empty()) ips.push_back(ll);
+        if (!ips.empty()) entry["ipAddresses"] = ips;
       }
       ifs.push_back(entry);
     }
+    if (agent_up && agent.pod_network) {
+      // RKE2's canal: the node's pod subnet 10.42.<n>.0/24 on cni0, and
+      // flannel's VXLAN device; unnamed, as the agent reports them.
+      const std::string subnet =
+          "10.42." + std::to_string(std::hash<std::string>{}(name) % 250) + ".";
+      ifs.push_back({{"interfaceName", "cni0"},
+                     {"ipAddress", subnet + "1"},
+                     {"ipAddresses", Object::array({subnet + "1"})},
+                     {"infoSource", "guest-agent"}});
+      ifs.push_back({{"interfaceName", "flannel.1"},
+                     {"ipAddress", subnet + "0"},
+                     {"ipAddresses", Object::array({subnet + "0"})},
+                     {"infoSource", "guest-agent"}});
+    }
     status["interfaces"] = ifs;
   }
-  if (ready) {
+  if (agent_up) {
     status["guestOSInfo"] = {{"name", "Ubuntu"}, {"id", "ubuntu"}, {"versionId", "24.04"}};
   }
   Object vmi = {{"apiVersion", "kubevirt.io/v1"},
@@ -372,6 +402,45 @@ Object BuildVmi(const Object& vm, Stage stage, const std::vector<Nic>& nics) {
                 {"status", status}};
   if (!annotations.empty()) vmi["metadata"]["annotations"] = annotations;
   return vmi;
+}
+
+std::string WhyClaimCannotBind(const std::string& class_name, const std::string& default_class,
+                               const std::set<std::string>& classes,
+                               const std::string& image_class) {
+  const std::string effective = class_name.empty() ? default_class : class_name;
+  if (effective.empty()) return "no storage class given and no default storage class";
+  if (classes.count(effective) == 0) {
+    return "storageclass.storage.k8s.io \"" + effective + "\" not found";
+  }
+  if (!image_class.empty() && effective != image_class) {
+    return "storage class " + effective + " is not the class of its image (" + image_class +
+           "): the volume cannot be made from the image";
+  }
+  return "";
+}
+
+Object BuildPendingVmi(const Object& vm, const VolumeWait& wait) {
+  Object vmi = BuildVmi(vm, Stage::kScheduling, {}, {});
+  vmi["status"]["phase"] = "Pending";
+  vmi["status"]["conditions"] = Object::array({{{"type", "Synchronized"},
+                                                {"status", "False"},
+                                                {"reason", wait.reason},
+                                                {"message", wait.message},
+                                                {"lastProbeTime", nullptr},
+                                                {"lastTransitionTime", Iso8601Now()}}});
+  return vmi;
+}
+
+Object BuildWaitingVmStatus(const Object& vm, const VolumeWait& wait) {
+  Object status = BuildVmStatus(vm, Stage::kScheduling);
+  status["printableStatus"] = wait.printable_status;
+  status["conditions"].push_back({{"type", "Synchronized"},
+                                  {"status", "False"},
+                                  {"reason", wait.reason},
+                                  {"message", wait.message},
+                                  {"lastProbeTime", nullptr},
+                                  {"lastTransitionTime", Iso8601Now()}});
+  return status;
 }
 
 Object BuildVmStatus(const Object& vm, Stage stage) {

@@ -68,7 +68,6 @@ std::vector<Nic> PlanNics(const kube::Object& vm, const std::string& network_dat
 
 // What the validating webhook needs to know about the cluster.
 struct AdmissionWorld {
-  std::function<bool(const std::string& ns, const std::string& name)> image_exists;
   std::function<bool(const std::string& ns, const std::string& name)> network_exists;
   // Static or leased VM addresses in use: ip -> "<ns>/<vm name>".
   std::map<std::string, std::string> ips_in_use;
@@ -84,6 +83,27 @@ kube::StatusOr<std::vector<kube::Object>> ClaimsFromVm(const kube::Object& vm);
 std::vector<std::string> RemovedClaims(const kube::Object& vm);
 // The status of `pvc` once bound (phase Bound, capacity and access modes of its spec).
 kube::Object BoundClaimStatus(const kube::Object& pvc);
+
+// Why a VM cannot start yet because of its volumes, as KubeVirt says it
+// (kubevirt@v1.6.0 pkg/virt-controller/watch/vm.go: printableStatus
+// ErrorPvcNotFound / WaitingForVolumeBinding, condition Synchronized=False).
+struct VolumeWait {
+  std::string printable_status;  // "ErrorPvcNotFound", "WaitingForVolumeBinding"
+  std::string reason;            // "FailedPvcNotFound", "PvcNotBound"
+  std::string message;
+};
+
+// Whether a PVC of storage class `class_name` ("" = the default class) can
+// bind, given the classes that exist and, for an image disk, the class of
+// its image ("" when not an image disk). "" = it binds; else why not.
+std::string WhyClaimCannotBind(const std::string& class_name, const std::string& default_class,
+                               const std::set<std::string>& classes,
+                               const std::string& image_class);
+
+// The VMI of a VM held back by `wait`: phase Pending, Synchronized False.
+kube::Object BuildPendingVmi(const kube::Object& vm, const VolumeWait& wait);
+// The VM's status while `wait` holds it.
+kube::Object BuildWaitingVmStatus(const kube::Object& vm, const VolumeWait& wait);
 
 // Where a VM is in its simulated life.
 enum class Stage {
@@ -103,8 +123,24 @@ std::chrono::milliseconds UntilNextStage(Stage stage, std::chrono::milliseconds 
                                          std::chrono::milliseconds boot_delay,
                                          std::chrono::milliseconds ip_delay);
 
+// What KubeVirt learns from inside a running guest. A bridge NIC's address
+// reaches the VMI only through qemu-guest-agent (kubevirt v1.6.0
+// pkg/virt-handler agent_poller.go, pkg/network/setup/netstat.go); the agent
+// reports every interface but `lo` with all its addresses, link-local IPv6
+// included, and interfaces the VMI spec does not name (an RKE2 node's cni0,
+// flannel.1) unnamed.
+struct GuestAgentReport {
+  bool runs = false;         // qemu-guest-agent answers
+  bool pod_network = false;  // the guest runs RKE2's CNI (cni0, flannel.1)
+};
+
+// The link-local IPv6 address (EUI-64) of a NIC with MAC `mac`; "" when the
+// MAC is not six hex octets.
+std::string LinkLocalAddress(const std::string& mac);
+
 // The VMI for a VM at `stage` (complete object, status inline; for apply).
-kube::Object BuildVmi(const kube::Object& vm, Stage stage, const std::vector<Nic>& nics);
+kube::Object BuildVmi(const kube::Object& vm, Stage stage, const std::vector<Nic>& nics,
+                      const GuestAgentReport& agent);
 // The VM's status at `stage` (for the status subresource).
 kube::Object BuildVmStatus(const kube::Object& vm, Stage stage);
 

@@ -3,6 +3,8 @@
 #include "sim/loadbalancer.h"
 
 #include <algorithm>
+#include <map>
+#include <set>
 
 namespace caphv::sim {
 
@@ -231,6 +233,94 @@ std::string KubeVipRequestedAddress(const Object& service) {
 
 Object KubeVipServiceStatus(const std::string& ip) {
   return {{"ingress", Object::array({{{"ip", ip}}})}};
+}
+
+namespace {
+
+// The first listener problem (load-balancer-harvester v1.7.3
+// pkg/webhook/loadbalancer/validator.go checkListeners), or "".
+std::string CheckListeners(const Object& spec) {
+  const Object listeners = spec.value("listeners", Object::array());
+  if (!listeners.is_array() || listeners.empty()) {
+    return "the loadbalancer needs to have at least one listener";
+  }
+  std::map<std::string, std::string> names, ports, backend_ports;  // key -> listener name
+  for (const auto& l : listeners) {
+    if (!l.is_object()) continue;
+    const std::string name = l.value("name", "");
+    const std::string protocol = l.value("protocol", "");
+    if (!names.emplace(name, name).second) return "listener has duplicate name " + name;
+    const std::string port = protocol + ":" + std::to_string(l.value("port", 0));
+    if (auto [it, added] = ports.emplace(port, name); !added) {
+      return "listener " + name + " has duplicate port " + port + " with listener " + it->second;
+    }
+    const std::string backend = protocol + ":" + std::to_string(l.value("backendPort", 0));
+    if (auto [it, added] = backend_ports.emplace(backend, name); !added) {
+      return "listener " + name + " has duplicate backend port " + backend + " with listener " +
+             it->second;
+    }
+  }
+  for (const auto& l : listeners) {
+    if (!l.is_object()) continue;
+    for (const char* key : {"port", "backendPort"}) {
+      const int64_t v = l.value(key, int64_t{0});
+      const std::string what =
+          std::string(key) == "port" ? "listener port " : "listener backend port ";
+      if (v > 65535) return what + std::to_string(v) + " must <= 65535";
+      if (v < 1) return what + std::to_string(v) + " must >= 1";
+    }
+  }
+  return "";
+}
+
+// checkHealthyCheck: the health check probes a TCP backend port.
+std::string CheckHealthCheck(const Object& spec) {
+  const Object hc = spec.value("healthCheck", Object());
+  if (!hc.is_object() || hc.value("port", 0) == 0) return "";
+  const int port = hc.value("port", 0);
+  bool backend = false;
+  for (const auto& l : spec.value("listeners", Object::array())) {
+    if (!l.is_object() || l.value("backendPort", 0) != port) continue;
+    if (l.value("protocol", "") == "TCP") return "";
+    backend = true;
+  }
+  return "healthcheck port " + std::to_string(port) +
+         (backend ? " can only be a TCP backend port" : " is not in listener backend port list");
+}
+
+}  // namespace
+
+std::vector<std::string> ValidateLb(const Object& lb, const Object* old_lb) {
+  const std::string key = lb.value("/metadata/namespace"_json_pointer, "") + "/" +
+                          lb.value("/metadata/name"_json_pointer, "");
+  const std::string verb = old_lb != nullptr ? "update" : "create";
+  const std::string prefix = verb + " loadbalancer " + key + " failed: ";
+  if (old_lb != nullptr) {
+    const Object meta = lb.value("metadata", Object::object());
+    if (meta.contains("deletionTimestamp") && !meta["deletionTimestamp"].is_null()) return {};
+  }
+  const Object spec = lb.value("spec", Object::object());
+  const bool cluster = spec.value("workloadType", "") == "cluster";
+  if (!cluster) {
+    if (std::string e = CheckListeners(spec); !e.empty()) return {prefix + e};
+    if (std::string e = CheckHealthCheck(spec); !e.empty()) {
+      return {verb + " loadbalancer " + key + " failed with healthyCheck: " + e};
+    }
+  }
+  if (old_lb != nullptr) {
+    const Object old_spec = old_lb->value("spec", Object::object());
+    // "" is pool and vm: only a switch between dhcp and not, cluster and not, is refused.
+    const std::string old_ipam = old_spec.value("ipam", ""), new_ipam = spec.value("ipam", "");
+    if ((old_ipam == "dhcp") != (new_ipam == "dhcp")) {
+      return {prefix + "can't change the IPAM from " + old_ipam + " to " + new_ipam};
+    }
+    const std::string old_type = old_spec.value("workloadType", "");
+    const std::string new_type = spec.value("workloadType", "");
+    if ((old_type == "cluster") != (new_type == "cluster")) {
+      return {prefix + "can't change the WorkloadType from " + old_type + " to " + new_type};
+    }
+  }
+  return {};
 }
 
 }  // namespace caphv::sim

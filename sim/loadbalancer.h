@@ -48,6 +48,16 @@ kube::Object LbDhcpStatus(const std::string& ip, const std::vector<std::string>&
 // Status when no address could be found.
 kube::Object LbErrorStatus(const std::string& message);
 
+// Harvester's LoadBalancer admission (load-balancer-harvester v1.7.3
+// pkg/webhook/loadbalancer/validator.go), with its messages: at least one
+// listener, names unique, "<protocol>:<port>" and
+// "<protocol>:<backendPort>" unique, ports in 1..65535, a health check's
+// port a TCP backend port (none of that for workloadType cluster); on UPDATE
+// no switch between dhcp and pool IPAM, nor between cluster and vm. Like
+// Harvester it reports the first problem only. `old_lb` is null for CREATE;
+// empty = allowed.
+std::vector<std::string> ValidateLb(const kube::Object& lb, const kube::Object* old_lb);
+
 // ---------------------------------------------------------------- vm load balancers
 
 // True for workloadType `vm` (or empty, the default); `cluster` LBs only get an address.

@@ -7,6 +7,7 @@
 
 #pragma once
 
+#include <initializer_list>
 #include <set>
 #include <string>
 #include <vector>
@@ -53,6 +54,17 @@ inline bool Covers(const Object& want, const Object& have) {
 
 inline Status IgnoreNotFound(Status s) { return s.IsNotFound() ? Status() : s; }
 
+// The string at `path` ({"metadata", "labels", "x"}), or "".
+inline std::string StrAt(const Object& o, std::initializer_list<const char*> path) {
+  const Object* cur = &o;
+  for (const char* k : path) {
+    if (!cur->is_object()) return "";
+    auto it = cur->find(k);
+    if (it == cur->end()) return "";
+    cur = &*it;
+  }
+  return cur->is_string() ? cur->get<std::string>() : "";
+}
 inline std::string Ns(const Object& o) { return kube::NamespaceOf(o); }
 inline std::string Name(const Object& o) { return kube::NameOf(o); }
 inline const Object& StatusOf(const Object& o) {

@@ -67,6 +67,7 @@ struct GuestBoot {
   std::string format;                        // "cloud-config" or "ignition"
   std::map<std::string, std::string> files;  // path -> decoded content
   std::vector<std::string> commands;         // runcmd / install script lines
+  std::vector<std::string> packages;         // cloud-config `packages` (names)
 };
 
 // kInvalidArgument for data that is neither (or is broken: bad base64, bad gzip).
@@ -105,6 +106,14 @@ struct Rke2Config {
 // without any RKE2 install command.
 kube::StatusOr<std::optional<Rke2Config>> Rke2FromUserData(const std::string& user_data,
                                                            const std::string& hostname);
+
+// True when a guest booting `user_data` runs qemu-guest-agent: a
+// cloud-config that lists the package `qemu-guest-agent` (installing it
+// starts it on the distributions Harvester images carry), or a command or
+// shell script that installs it with a package manager. Enabling it alone
+// does not count: that works only on an image that ships the agent, which
+// the environment says (EnvImage::guest_agent).
+bool UserDataRunsGuestAgent(const std::string& user_data, const std::string& hostname);
 
 // "v1.31.4+rke2r1" for INSTALL_RKE2_VERSION v1.31.4+rke2r1 (or v1.31.4);
 // the default RKE2 release for "".

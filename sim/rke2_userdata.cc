@@ -103,6 +103,14 @@ kube::StatusOr<GuestBoot> ParseCloudConfig(const std::string& text) {
       out.files[path] = *content;
     }
   }
+  for (const auto& p : cc.value("packages", Object::array())) {
+    // A package is a name, or [name, version].
+    if (p.is_array() && !p.empty()) {
+      out.packages.push_back(ScalarString(p[0]));
+    } else {
+      out.packages.push_back(ScalarString(p));
+    }
+  }
   for (const auto& c : cc.value("runcmd", Object::array())) {
     if (c.is_array()) {
       std::string line;
@@ -248,6 +256,31 @@ kube::StatusOr<GuestBoot> ParseUserData(const std::string& user_data) {
     rest.remove_prefix(std::min(rest.size(), l.size() + 1));
   }
   return Invalid("user data is neither #cloud-config nor Ignition");
+}
+
+bool UserDataRunsGuestAgent(const std::string& user_data, const std::string& hostname) {
+  static constexpr std::string_view kAgent = "qemu-guest-agent";
+  static const std::regex kInstall(
+      R"((apt-get|apt|yum|dnf|tdnf|zypper|apk)\s+(-\S+\s+)*(install|in|add)\b[^\n;&|]*\bqemu-guest-agent\b)");
+  std::string data = user_data;
+  if (IsGzip(data)) {
+    auto d = Gunzip(data);
+    if (!d) return false;
+    data = *d;
+  }
+  if (data.starts_with("## template: jinja")) data = SubstituteJinja(data, hostname);
+  auto boot = ParseUserData(data);
+  if (!boot.ok()) {
+    // A shell script (or anything else cloud-init runs as one).
+    return data.starts_with("#!") && std::regex_search(data, kInstall);
+  }
+  for (const auto& p : boot->packages) {
+    if (p == kAgent) return true;
+  }
+  for (const auto& c : boot->commands) {
+    if (std::regex_search(c, kInstall)) return true;
+  }
+  return false;
 }
 
 kube::StatusOr<std::optional<Rke2Config>> Rke2FromUserData(const std::string& user_data,

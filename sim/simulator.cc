@@ -32,6 +32,8 @@ Simulator::Simulator(std::shared_ptr<kube::Client> harvester,
   etcd_ = std::make_unique<EtcdMembers>(opt_.etcd);
   recorder_ = std::make_unique<kube::EventRecorder>(
       h_, kube::EventRecorderOptions{.component = "caphv-sim"});
+  workload_recorder_ = std::make_unique<kube::EventRecorder>(
+      w_, kube::EventRecorderOptions{.component = "cloud-node-controller"});
   auto make = [&](const std::shared_ptr<kube::Client>& c, const kube::GroupVersionResource& gvr,
                   bool namespaced) {
     kube::InformerOptions o;
@@ -51,13 +53,14 @@ Simulator::Simulator(std::shared_ptr<kube::Client> harvester,
   namespaces_ = make(h_, gvr::kNamespaces, false);
   nodes_ = make(w_, kube::resources::kNodes, false);
   services_ = make(h_, gvr::kServices, true);
+  storage_classes_ = make(h_, gvr::kStorageClasses, false);
 }
 
 Simulator::~Simulator() = default;
 
 bool Simulator::Synced() const {
   for (const auto& i : {vms_, vmis_, pvcs_, lbs_, pools_, images_, nads_, keypairs_, namespaces_,
-                        nodes_, services_}) {
+                        nodes_, services_, storage_classes_}) {
     if (!i->HasSynced()) return false;
   }
   return true;
@@ -129,7 +132,7 @@ kube::Status Simulator::Run(std::stop_token stop) {
   Controller keypair(opts("keypair", 1), [this](const Request& r) { return ReconcileKeyPair(r); });
   keypair.For(keypairs_);
   // Caches read by reconcilers but watched by no controller.
-  for (const auto& i : {namespaces_, pvcs_, nads_}) i->Start();
+  for (const auto& i : {namespaces_, pvcs_, nads_, storage_classes_}) i->Start();
 
   std::mutex err_mu;
   Status first_error;
@@ -215,14 +218,36 @@ kube::StatusOr<std::vector<Nic>> Simulator::AssignAddresses(const std::string& k
   return nics;
 }
 
-Status Simulator::EnsureClaims(const Object& vm) {
+kube::StatusOr<std::optional<VolumeWait>> Simulator::EnsureClaims(const Object& vm) {
   CAPHV_ASSIGN_OR_RETURN(auto claims, ClaimsFromVm(vm));
+  std::set<std::string> classes;
+  std::string default_class;
+  for (const auto& sc : storage_classes_->store().List()) {
+    classes.insert(Name(*sc));
+    if (StrAt(*sc, {"metadata", "annotations", "storageclass.kubernetes.io/is-default-class"}) ==
+        "true") {
+      default_class = Name(*sc);
+    }
+  }
+  std::optional<VolumeWait> wait;
+  auto hold = [&](VolumeWait w) {
+    if (!wait) wait = std::move(w);
+  };
   for (const auto& claim : claims) {
     const Object ann = claim["metadata"].value("annotations", Object::object());
     const std::string image = ann.value(kImageIdAnnotation, "");
-    if (!image.empty() && !images_->store().Get(image) &&
-        !images_->store().Get(Ns(vm) + "/" + image)) {
-      continue;  // Harvester skips templates whose image is missing
+    ObjectPtr image_obj;
+    if (!image.empty()) {
+      image_obj = images_->store().Get(image);
+      if (!image_obj) image_obj = images_->store().Get(Ns(vm) + "/" + image);
+      if (!image_obj) {
+        // Harvester skips a template whose image is missing; KubeVirt then
+        // finds no PVC for the volume.
+        hold({"ErrorPvcNotFound", "FailedPvcNotFound",
+              "PVC " + Ns(vm) + "/" + Name(claim) + " does not exist (its image " + image +
+                  " was not found)"});
+        continue;
+      }
     }
     Object pvc;
     if (auto cached = pvcs_->store().Get(Ns(claim), Name(claim))) {
@@ -231,12 +256,33 @@ Status Simulator::EnsureClaims(const Object& vm) {
       CAPHV_RETURN_IF_ERROR(Fault("create PVC"));
       auto created = h_->Create(kube::resources::kPersistentVolumeClaims, Ns(claim), claim,
                                 {.field_manager = kVirtManager});
-      if (created.status().IsAlreadyExists()) continue;  // the cache will bring it
+      if (created.status().IsAlreadyExists()) {  // the cache will bring it
+        hold({"WaitingForVolumeBinding", "PvcNotBound",
+              "PVC " + kube::KeyOf(claim) + " is not bound"});
+        continue;
+      }
       if (!created.ok()) return created.status();
       pvc = *created;
       log_.Info("Created PVC", {{"pvc", kube::KeyOf(pvc)}});
     }
     if (StatusOf(pvc).value("phase", "") == "Bound") continue;
+    const std::string why = WhyClaimCannotBind(
+        pvc["spec"].value("storageClassName", ""), default_class, classes,
+        image_obj ? StrAt(*image_obj, {"status", "storageClassName"}) : std::string());
+    if (!why.empty()) {
+      // The PersistentVolume controller leaves it Pending and says so.
+      if (StatusOf(pvc).value("phase", "") != "Pending") {
+        recorder_->Event(pvc, kube::EventType::kWarning, "ProvisioningFailed", why);
+        h_->Patch(kube::resources::kPersistentVolumeClaims, Ns(pvc), Name(pvc),
+                  kube::PatchType::kMerge, {{"status", {{"phase", "Pending"}}}},
+                  {.subresource = "status"})
+            .status()
+            .IgnoreError();
+      }
+      hold({"WaitingForVolumeBinding", "PvcNotBound",
+            "PVC " + kube::KeyOf(pvc) + " is not bound: " + why});
+      continue;
+    }
     if (pvc["spec"].value("volumeName", "").empty()) {
       CAPHV_RETURN_IF_ERROR(Fault("bind PVC"));
       auto p = h_->Patch(kube::resources::kPersistentVolumeClaims, Ns(pvc), Name(pvc),
@@ -250,7 +296,7 @@ Status Simulator::EnsureClaims(const Object& vm) {
                        {.subresource = "status"});
     if (!p.ok()) return p.status();
   }
-  return {};
+  return wait;
 }
 
 Result Simulator::DeleteVm(const std::string& key, const Object* vm) {
@@ -352,7 +398,31 @@ Result Simulator::ReconcileVm(const Request& req) {
     if (!p.ok()) return Result::Error(p.status());
     return Result::Done();  // the update event brings us back
   }
-  if (Status s = EnsureClaims(vm); !s.ok()) return Result::Error(s);
+  auto volume_wait = EnsureClaims(vm);
+  if (!volume_wait.ok()) return Result::Error(volume_wait.status());
+  if (*volume_wait && WantsRunning(vm) && !vmis_->store().Get(req.ns, req.name)) {
+    // KubeVirt starts no guest before its volumes are there: the VMI stays
+    // Pending, the VM says why; looked at again as the volumes change.
+    const VolumeWait& w = **volume_wait;
+    Object pending = BuildPendingVmi(vm, w);
+    if (Status s = Fault("apply VMI"); !s.ok()) return Result::Error(s);
+    auto a = h_->Apply(gvr::kVirtualMachineInstances, req.ns, pending,
+                       {.field_manager = kVirtManager, .force = true});
+    if (!a.ok()) return Result::Error(a.status());
+    Object status = BuildWaitingVmStatus(vm, w);
+    if (!Covers(status, StatusOf(vm))) {
+      auto p = h_->Patch(gvr::kVirtualMachines, req.ns, req.name, kube::PatchType::kMerge,
+                         {{"status", status}}, {.subresource = "status"});
+      if (!p.ok() && !p.status().IsNotFound()) return Result::Error(p.status());
+    }
+    return Result::RequeueAfter(std::chrono::seconds(2));
+  }
+  if (*volume_wait && WantsRunning(vm)) {
+    if (auto vmi = vmis_->store().Get(req.ns, req.name);
+        vmi && StatusOf(*vmi).value("phase", "") == "Pending") {
+      return Result::RequeueAfter(std::chrono::seconds(2));  // still waiting
+    }
+  }
 
   auto network_data = NetworkData(vm);
   if (!network_data.ok()) {
@@ -404,7 +474,17 @@ Result Simulator::ReconcileVm(const Request& req) {
     }
     return Result::RequeueAfter(milliseconds(200));
   } else {
-    Object desired = BuildVmi(vm, stage, *nics);
+    GuestAgentReport agent;
+    if (stage == Stage::kRunning) {
+      // The guest booted: what runs inside it is its user data's doing.
+      if (auto guest = LoadGuest(vm); guest.ok()) {
+        agent.runs = guest->guest_agent;
+        agent.pod_network = guest->rke2.has_value();
+      } else if (!guest.status().IsNotFound()) {
+        return Result::Error(guest.status());
+      }
+    }
+    Object desired = BuildVmi(vm, stage, *nics, agent);
     if (!vmi || !Covers(desired, *vmi)) {
       if (Status s = Fault("apply VMI"); !s.ok()) return Result::Error(s);
       auto a = h_->Apply(gvr::kVirtualMachineInstances, req.ns, desired,
@@ -433,9 +513,6 @@ Result Simulator::ReconcileVm(const Request& req) {
 
 std::vector<std::string> Simulator::Admit(const Object& vm) {
   AdmissionWorld world;
-  world.image_exists = [this](const std::string& ns, const std::string& name) {
-    return images_->store().Get(ns, name) != nullptr;
-  };
   world.network_exists = [this](const std::string& ns, const std::string& name) {
     return nads_->store().Get(ns, name) != nullptr;
   };
@@ -447,6 +524,22 @@ std::vector<std::string> Simulator::Admit(const Object& vm) {
   }
   auto data = NetworkData(vm);
   return ValidateVm(vm, data.ok() ? *data : "", world);
+}
+
+std::vector<std::string> Simulator::AdmitLb(const Object& lb, const Object* old_lb) {
+  return ValidateLb(lb, old_lb);
+}
+
+std::vector<std::string> Simulator::AdmitPool(const std::string& operation, const Object& pool) {
+  PoolAdmissionWorld world;
+  world.network_exists = [this](const std::string& ns, const std::string& name) {
+    return nads_->store().Get(ns, name) != nullptr;
+  };
+  const std::string name = Name(pool);
+  for (const auto& p : pools_->store().List()) {
+    if (Name(*p) != name) world.other_pools.push_back(*p);
+  }
+  return ValidateIpPool(operation, pool, world);
 }
 
 }  // namespace caphv::sim

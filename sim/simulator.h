@@ -55,6 +55,10 @@
 namespace caphv::sim {
 
 inline constexpr char kDedicatedLabel[] = "sim.caphv.io/dedicated";
+// A test knob on a Harvester namespace: "true" makes its guests ignore
+// qemu-guest-agent in their user data (as if a provider had left it out), so
+// only an image that ships the agent reports addresses.
+inline constexpr char kStripGuestAgentLabel[] = "sim.caphv.io/strip-guest-agent";
 
 struct SimOptions {
   std::chrono::milliseconds boot_delay{0};
@@ -84,6 +88,10 @@ class Simulator {
   // The webhook's decision for a VirtualMachine: rejection messages (empty =
   // allowed).
   std::vector<std::string> Admit(const kube::Object& vm);
+  // The decisions of Harvester's LoadBalancer and IPPool webhooks
+  // (ValidateLb, ValidateIpPool) against the caches.
+  std::vector<std::string> AdmitLb(const kube::Object& lb, const kube::Object* old_lb);
+  std::vector<std::string> AdmitPool(const std::string& operation, const kube::Object& pool);
 
   // For the kubelet proxy: "" when `host` (a Node name or address) is a
   // running guest whose kubelet answers, else why it does not.
@@ -98,7 +106,11 @@ class Simulator {
   kube::Result ReconcileKeyPair(const kube::Request& req);
 
   kube::Result DeleteVm(const std::string& key, const kube::Object* vm);
-  kube::Status EnsureClaims(const kube::Object& vm);
+  // Creates the VM's PVCs from its claim templates (skipping those whose
+  // image is missing, as Harvester does) and binds those whose storage class
+  // exists (for an image disk: the image's class). nullopt when every volume
+  // is bound; else why the VM cannot start.
+  kube::StatusOr<std::optional<VolumeWait>> EnsureClaims(const kube::Object& vm);
   kube::Status SyncNode(const kube::Object& vm, Stage stage, const std::vector<Nic>& nics,
                         std::chrono::milliseconds* requeue);
   kube::StatusOr<std::string> NetworkData(const kube::Object& vm);
@@ -116,7 +128,11 @@ class Simulator {
     std::string etcd_cluster;                       // its cluster's key, once its member started
     std::string etcd_member;                        // its etcd member's name, once started
     std::string etcd_wait;                          // why its member is not up (last said)
+    bool guest_agent = false;                       // qemu-guest-agent runs (user data or image)
   };
+  // True when one of the VM's image disks is an environment image that
+  // ships qemu-guest-agent (EnvImage::guest_agent).
+  bool ImageShipsGuestAgent(const kube::Object& vm) const;
   // The guest of `vm` (loading its user data the first time).
   kube::StatusOr<Guest> LoadGuest(const kube::Object& vm);
   // The Node name of a VM's guest (the VM name until its config says otherwise).
@@ -140,6 +156,19 @@ class Simulator {
                                  std::chrono::milliseconds* requeue);
   void GuestEvent(const kube::Object& vm, kube::EventType type, const std::string& reason,
                   const std::string& message);
+  // The guest cluster's Harvester cloud provider looking up the VM of Node
+  // `node_name` as cloud-provider-harvester does
+  // (pkg/cloud-controller-manager/instance.go): with the kubeconfig of the
+  // workload Secret kube-system/cloud-config (key cloud-config), by the
+  // Node's name, in that kubeconfig's context namespace, authenticated with
+  // its token against this Harvester. Its providerID, or why not (reason,
+  // message).
+  struct CcmLookup {
+    std::string provider_id;
+    std::string reason;
+    std::string message;
+  };
+  CcmLookup CloudProviderLookup(const std::string& node_name);
   kube::StatusOr<std::vector<Nic>> AssignAddresses(const std::string& key, const kube::Object& vm,
                                                    std::vector<Nic> nics);
   kube::Status ReleasePoolAddresses(const std::string& owner);
@@ -160,9 +189,10 @@ class Simulator {
   kube::log::Logger log_;
 
   std::unique_ptr<kube::EventRecorder> recorder_;
+  std::unique_ptr<kube::EventRecorder> workload_recorder_;  // the guests' cloud provider
   std::unique_ptr<EtcdMembers> etcd_;
   std::shared_ptr<kube::Informer> vms_, vmis_, pvcs_, lbs_, pools_, images_, nads_, keypairs_,
-      namespaces_, nodes_, services_;
+      namespaces_, nodes_, services_, storage_classes_;
 
   std::mutex mu_;  // guards the members below
   std::mt19937_64 rng_;
@@ -171,6 +201,7 @@ class Simulator {
   std::map<std::string, std::map<std::string, std::string>> leases_;      // vm key -> nic -> ip
   std::map<std::string, std::set<std::string>> vm_ips_;                   // vm key -> ips
   std::map<std::string, Guest> guests_;                                   // vm key -> guest
+  std::map<std::string, std::string> ccm_warned_;  // Node -> reason of its last Warning
   std::map<std::string, std::string> lb_leases_;   // "<ns>/<name>" of a cluster LB -> DHCP ip
   std::map<std::string, std::string> vip_leases_;  // "<ns>/<name>" of a Service -> DHCP ip
 };

@@ -94,43 +94,35 @@ Status WriteCert(const ServingCert& cert, const std::string& dir) {
   return {};
 }
 
-std::string ReviewVm(const std::string& body, const VmValidator& validate) {
+std::string Review(const std::string& body, const Admitter& admit, const Refusal& refusal) {
   Object review = Object::parse(body, nullptr, false);
   Object response = {{"uid", ""}, {"allowed", true}};
-  if (review.is_discarded() || !review.contains("request")) {
+  if (review.is_discarded() || !review.is_object() || !review.contains("request") ||
+      !review["request"].is_object()) {
     response["allowed"] = false;
     response["status"] = {{"code", 400}, {"message", "malformed AdmissionReview"}};
   } else {
     const Object& req = review["request"];
     response["uid"] = req.value("uid", "");
     const std::string op = req.value("operation", "");
-    const Object vm = req.value("object", Object::object());
-    bool check = op == "CREATE";
-    if (op == "UPDATE") {
-      const Object old = req.value("oldObject", Object::object());
-      auto templates = [](const Object& o) {
-        return o.value("metadata", Object::object())
-            .value("annotations", Object::object())
-            .value(kClaimTemplatesAnnotation, "");
-      };
-      check = old.value("spec", Object::object()) != vm.value("spec", Object::object()) ||
-              templates(old) != templates(vm);
-      const Object meta = vm.value("metadata", Object::object());
-      if (meta.contains("deletionTimestamp") && !meta["deletionTimestamp"].is_null()) {
-        check = false;
-      }
+    Object object = req.value(op == "DELETE" ? "oldObject" : "object", Object::object());
+    if (!object.is_object()) object = Object::object();
+    if (!object.contains("metadata") || !object["metadata"].is_object()) {
+      object["metadata"] = Object::object();
     }
-    if (check) {
-      Object v = vm;
-      if (!v["metadata"].contains("namespace"))
-        v["metadata"]["namespace"] = req.value("namespace", "");
-      auto errors = validate(v);
-      if (!errors.empty()) {
-        std::string msg;
-        for (const auto& e : errors) msg += (msg.empty() ? "" : "; ") + e;
-        response["allowed"] = false;
-        response["status"] = {{"code", 400}, {"reason", "BadRequest"}, {"message", msg}};
-      }
+    if (!object["metadata"].contains("namespace") && !req.value("namespace", "").empty()) {
+      object["metadata"]["namespace"] = req.value("namespace", "");
+    }
+    const Object old = req.value("oldObject", Object());
+    const bool has_old = op == "UPDATE" && old.is_object();
+    auto errors = admit(op, object, has_old ? &old : nullptr);
+    if (!errors.empty()) {
+      std::string msg;
+      for (const auto& e : errors) msg += (msg.empty() ? "" : "; ") + e;
+      response["allowed"] = false;
+      response["status"] = {{"code", refusal.code},
+                            {"reason", refusal.reason},
+                            {"message", refusal.message_prefix + msg}};
     }
   }
   return Object({{"apiVersion", "admission.k8s.io/v1"},
@@ -139,8 +131,29 @@ std::string ReviewVm(const std::string& body, const VmValidator& validate) {
       .dump();
 }
 
-Object WebhookConfiguration(const std::string& name, const std::string& url,
-                            const std::string& ca_pem, const std::string& ns) {
+std::string ReviewVm(const std::string& body, const VmValidator& validate) {
+  return Review(
+      body,
+      [&](const std::string& op, const Object& vm, const Object* old) -> std::vector<std::string> {
+        if (op == "CREATE") return validate(vm);
+        if (op != "UPDATE" || old == nullptr) return {};
+        auto templates = [](const Object& o) {
+          return o.value("metadata", Object::object())
+              .value("annotations", Object::object())
+              .value(kClaimTemplatesAnnotation, "");
+        };
+        const Object meta = vm.value("metadata", Object::object());
+        if (meta.contains("deletionTimestamp") && !meta["deletionTimestamp"].is_null()) return {};
+        if (old->value("spec", Object::object()) == vm.value("spec", Object::object()) &&
+            templates(*old) == templates(vm)) {
+          return {};
+        }
+        return validate(vm);
+      });
+}
+
+Object WebhookConfiguration(const std::string& name, const std::string& base_url,
+                            const std::string& ca_pem, const std::string& ns, bool ip_pools) {
   Object selector;
   if (!ns.empty()) {
     selector = {{"matchExpressions", Object::array({{{"key", "kubernetes.io/metadata.name"},
@@ -150,23 +163,41 @@ Object WebhookConfiguration(const std::string& name, const std::string& url,
     selector = {{"matchExpressions",
                  Object::array({{{"key", kDedicatedLabel}, {"operator", "DoesNotExist"}}})}};
   }
-  return {
-      {"apiVersion", "admissionregistration.k8s.io/v1"},
-      {"kind", "ValidatingWebhookConfiguration"},
-      {"metadata", {{"name", name}, {"labels", {{"app.kubernetes.io/name", "caphv-sim"}}}}},
-      {"webhooks",
-       Object::array({{{"name", "validator.harvesterhci.io"},
-                       {"clientConfig", {{"url", url}, {"caBundle", kube::Base64Encode(ca_pem)}}},
-                       {"rules", Object::array({{{"apiGroups", {"kubevirt.io"}},
-                                                 {"apiVersions", {"v1"}},
-                                                 {"operations", {"CREATE", "UPDATE"}},
-                                                 {"resources", {"virtualmachines"}},
-                                                 {"scope", "Namespaced"}}})},
-                       {"namespaceSelector", selector},
-                       {"failurePolicy", "Fail"},
-                       {"sideEffects", "None"},
-                       {"admissionReviewVersions", {"v1"}},
-                       {"timeoutSeconds", 10}}})}};
+  auto rule = [](const char* group, const char* version, const char* resource, Object operations,
+                 const char* scope) {
+    return Object{{"apiGroups", {group}},
+                  {"apiVersions", {version}},
+                  {"operations", std::move(operations)},
+                  {"resources", {resource}},
+                  {"scope", scope}};
+  };
+  auto webhook = [&](const char* webhook_name, const char* path, Object rules) {
+    // namespaceSelector never skips a cluster-scoped object (IPPools).
+    return Object{
+        {"name", webhook_name},
+        {"clientConfig", {{"url", base_url + path}, {"caBundle", kube::Base64Encode(ca_pem)}}},
+        {"rules", std::move(rules)},
+        {"namespaceSelector", selector},
+        {"failurePolicy", "Fail"},
+        {"sideEffects", "None"},
+        {"admissionReviewVersions", {"v1"}},
+        {"timeoutSeconds", 10}};
+  };
+  Object lb_rules = Object::array({rule("loadbalancer.harvesterhci.io", "v1beta1", "loadbalancers",
+                                        {"CREATE", "UPDATE"}, "Namespaced")});
+  if (ip_pools) {
+    lb_rules.push_back(rule("loadbalancer.harvesterhci.io", "v1beta1", "ippools",
+                            {"CREATE", "UPDATE", "DELETE"}, "Cluster"));
+  }
+  Object webhooks = Object::array();
+  webhooks.push_back(webhook("validator.harvesterhci.io", kWebhookPath,
+                             Object::array({rule("kubevirt.io", "v1", "virtualmachines",
+                                                 {"CREATE", "UPDATE"}, "Namespaced")})));
+  webhooks.push_back(webhook(kLbWebhookName, kLbWebhookPath, std::move(lb_rules)));
+  return {{"apiVersion", "admissionregistration.k8s.io/v1"},
+          {"kind", "ValidatingWebhookConfiguration"},
+          {"metadata", {{"name", name}, {"labels", {{"app.kubernetes.io/name", "caphv-sim"}}}}},
+          {"webhooks", webhooks}};
 }
 
 }  // namespace caphv::sim

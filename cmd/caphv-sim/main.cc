@@ -1,9 +1,11 @@
 // File: cmd/caphv-sim/main.cc
 //
 // caphv-sim: the Harvester simulator the project is tested against.
-//   caphv-sim install --kubeconfig H [--env FILE]
+//   caphv-sim install --kubeconfig H [--env FILE] [--kubevirt-crds DIR]
 //       installs Harvester's CRDs, Deployment, settings and ClusterRoles into
-//       the apiserver of H, seeds the environment and exits 0.
+//       the apiserver of H, seeds the environment and exits 0. With
+//       --kubevirt-crds, the KubeVirt VM and VMI CRDs are those of DIR's *.yaml
+//       (hack/build-testbins.sh kubevirt-crds), not the embedded subsets.
 //   caphv-sim run --kubeconfig H --workload-kubeconfig W [--env FILE]
 //       [--namespace NS] [--health-probe-bind-address 127.0.0.1:PORT]
 //       [--webhook-bind-address 127.0.0.1:0] [--cert-dir DIR]
@@ -68,14 +70,16 @@ sim::Environment EnvFrom(const std::string& path) {
   return *env;
 }
 
-int Install(const std::string& kubeconfig, const std::string& env_path) {
+int Install(const std::string& kubeconfig, const std::string& env_path,
+            const std::string& kubevirt_crds) {
   auto client = ClientFor(kubeconfig);
-  Status s = sim::Install(*client, EnvFrom(env_path));
+  Status s = sim::Install(*client, EnvFrom(env_path), kubevirt_crds);
   if (!s.ok()) {
     kube::log::Root().Error(s, "Install failed");
     return 1;
   }
-  kube::log::Root().Info("Installed the simulated Harvester");
+  kube::log::Root().Info("Installed the simulated Harvester",
+                         {{"kubevirtCrds", kubevirt_crds.empty() ? "embedded" : kubevirt_crds}});
   return 0;
 }
 
@@ -147,9 +151,23 @@ int Run(const RunFlags& f, std::stop_token stop) {
     resp.body = sim::ReviewVm(r.body, [&](const kube::Object& vm) { return simulator.Admit(vm); });
     return resp;
   });
+  webhook.Handle(sim::kLbWebhookPath, [&simulator](const kube::HttpRequest& r) {
+    kube::HttpResponse resp;
+    resp.content_type = "application/json";
+    resp.body = sim::Review(
+        r.body,
+        [&](const std::string& op, const kube::Object& o,
+            const kube::Object* old) -> std::vector<std::string> {
+          if (o.value("kind", "") == "IPPool") return simulator.AdmitPool(op, o);
+          if (op != "CREATE" && op != "UPDATE") return {};
+          return simulator.AdmitLb(o, old);
+        },
+        sim::kLoadBalancerRefusal);
+    return resp;
+  });
   if (Status s = webhook.Start(); !s.ok()) throw std::runtime_error(s.ToString());
   const std::string webhook_name = f.ns.empty() ? "caphv-sim" : "caphv-sim-" + f.ns;
-  const std::string url = "https://127.0.0.1:" + std::to_string(webhook.port()) + sim::kWebhookPath;
+  const std::string url = "https://127.0.0.1:" + std::to_string(webhook.port());
 
   std::unique_ptr<kube::HttpServer> probes_server;
   kube::health::Probes probes;
@@ -171,7 +189,8 @@ int Run(const RunFlags& f, std::stop_token stop) {
     }
     if (st.stop_requested()) return;
     try {  // a thread top: nothing may escape
-      auto cfg = sim::WebhookConfiguration(webhook_name, url, ca, f.ns);
+      // IPPools are cluster-scoped: only the simulator of every namespace judges them.
+      auto cfg = sim::WebhookConfiguration(webhook_name, url, ca, f.ns, f.ns.empty());
       auto applied = h->Apply(kube::resources::kValidatingWebhookConfigurations, "", cfg,
                               {.field_manager = "caphv-sim", .force = true});
       if (!applied.ok()) {
@@ -214,10 +233,13 @@ int main(int argc, char** argv) {
   int verbosity = 0;
   app.add_option("-v,--v", verbosity, "log verbosity");
 
-  std::string install_kubeconfig, install_env;
+  std::string install_kubeconfig, install_env, install_kubevirt_crds;
   auto* install = app.add_subcommand("install", "install Harvester's API surface and seed it");
   install->add_option("--kubeconfig", install_kubeconfig, "Harvester kubeconfig")->required();
   install->add_option("--env", install_env, "environment YAML (default: built-in demo)");
+  install->add_option("--kubevirt-crds", install_kubevirt_crds,
+                      "directory with KubeVirt's VirtualMachine and VirtualMachineInstance CRDs "
+                      "(default: the built-in structural subsets)");
 
   RunFlags f;
   auto* run = app.add_subcommand("run", "simulate Harvester and the guest cluster");
@@ -245,7 +267,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   kube::log::Configure(verbosity, kube::log::Format::kText);
   try {
-    if (*install) return Install(install_kubeconfig, install_env);
+    if (*install) return Install(install_kubeconfig, install_env, install_kubevirt_crds);
     return Run(f, stop);
   } catch (const std::exception& e) {
     kube::log::Root().Error(e.what(), "Fatal");

@@ -299,12 +299,20 @@ tb_find_sim() {
 }
 
 tb_up_harvester() {
-  local t0 deadline env_args=()
+  local t0 deadline env_args=() kubevirt_args=()
+  local kubevirt_crds=${CAPHV_KUBEVIRT_CRDS:-$CACHE/bin/current/kubevirt-crds}
   t0=$(tb_now_ms)
   # CAPHV_SIM_ENV: an environment YAML for the simulator (default: built-in).
   [ -n "${CAPHV_SIM_ENV:-}" ] && env_args=(--env "$CAPHV_SIM_ENV")
+  # KubeVirt's own VM and VMI CRDs (hack/build-testbins.sh kubevirt-crds; CAPHV_KUBEVIRT_CRDS
+  # names another folder), else the simulator's embedded structural subsets.
+  if [ -d "$kubevirt_crds" ]; then
+    kubevirt_args=(--kubevirt-crds "$kubevirt_crds")
+  else
+    tb_log "KubeVirt's CRDs are not built (hack/build-testbins.sh kubevirt-crds): the simulator installs its embedded VM/VMI CRDs"
+  fi
   if ! timeout "$TIMEOUT" "$SIM_BIN" install --kubeconfig "$DIR/harvester.kubeconfig" "${env_args[@]}" \
-    </dev/null >>"$DIR/logs/caphv-sim-install.log" 2>&1; then
+    "${kubevirt_args[@]}" </dev/null >>"$DIR/logs/caphv-sim-install.log" 2>&1; then
     tb_fail_with_log caphv-sim-install "caphv-sim install failed"
   fi
   # Its validating webhook serves with the bed's certificate.

@@ -70,7 +70,7 @@ void CompactManagedSecret(kube::Object& secret) {
 }
 
 std::string KubeconfigServer(const std::string& kubeconfig) {
-  auto config = kube::LoadKubeconfigString(kubeconfig, "/nonexistent");
+  auto config = kube::LoadInlineKubeconfig(kubeconfig);
   return config.ok() ? config->server : std::string();
 }
 
@@ -230,7 +230,7 @@ std::optional<kube::CredentialExpiry> IdentityExpiry(kube::Client& client) {
 
 std::shared_ptr<kube::Client> ConnectHarvester(const std::string& kubeconfig,
                                                ConnectionError* error) {
-  auto config = kube::LoadKubeconfigString(kubeconfig, "/nonexistent");
+  auto config = kube::LoadInlineKubeconfig(kubeconfig);
   if (!config.ok()) {
     *error = {"MalformedIdentitySecret",
               {kube::StatusCode::kInvalidArgument,

@@ -14,6 +14,7 @@
 #include "controllers/machine_run.h"
 #include "harvester/naming.h"
 #include "harvester/resources.h"
+#include "harvester/vm_builder.h"
 
 namespace caphv::controllers {
 
@@ -28,6 +29,13 @@ VmView ViewOfVm(const kube::Object& vm, const harvester::ClusterIdentity& identi
   v.adopted = annotations.contains(std::string(harvester::kAnnotationAdopted));
   if (auto st = vm.find("status"); st != vm.end() && st->is_object()) {
     v.running = st->value("ready", false) || st->value("printableStatus", "") == "Running";
+    v.printable_status = st->value("printableStatus", "");
+    for (const auto& c : st->value("conditions", kube::Object::array())) {
+      if (c.is_object() && c.value("type", "") == "Synchronized" &&
+          c.value("status", "") == "False") {
+        v.not_synchronized = c.value("message", "");
+      }
+    }
   }
   v.cloud_init_secret = harvester::CloudInitSecretOf(vm);
   v.remove_pvcs_patch = harvester::RemovePvcsPatch(vm);
@@ -47,13 +55,7 @@ VmView ViewOfVm(const kube::Object& vm, const harvester::ClusterIdentity& identi
 VmiView ViewOfVmi(const kube::Object& vmi) {
   VmiView v;
   v.phase = Str(vmi, {"status", "phase"});
-  std::set<std::string> seen;
-  auto add = [&](const kube::Object& ip) {
-    if (!ip.is_string()) return;
-    std::string text = ip.get<std::string>();
-    if (text.empty() || !seen.insert(text).second) return;
-    v.addresses.push_back({"ExternalIP", text});
-  };
+  for (auto& ip : harvester::VmiAddresses(vmi)) v.addresses.push_back({"ExternalIP", ip});
   auto st = vmi.find("status");
   if (st == vmi.end() || !st->is_object()) return v;
   for (const auto& t : st->value("phaseTransitionTimestamps", kube::Object::array())) {
@@ -66,13 +68,6 @@ VmiView ViewOfVmi(const kube::Object& vmi) {
       if (c.is_object() && c.value("type", "") == "Ready" && c.value("status", "") == "True") {
         v.running_since = c.value("lastTransitionTime", "");
       }
-    }
-  }
-  if (!st->contains("interfaces")) return v;
-  for (const auto& nic : (*st)["interfaces"]) {
-    if (nic.contains("ip")) add(nic["ip"]);
-    if (nic.contains("ipAddresses")) {
-      for (const auto& ip : nic["ipAddresses"]) add(ip);
     }
   }
   return v;
@@ -97,6 +92,7 @@ SecretView ViewOfSecret(const kube::Object& secret, const harvester::ClusterIden
   const kube::Object ann =
       secret.value("metadata", kube::Object::object()).value("annotations", kube::Object::object());
   v.content_hash = ann.value(std::string(kAnnotationContentHash), "");
+  v.not_merged_because = ann.value(std::string(kAnnotationUserDataNotMerged), "");
   return v;
 }
 

@@ -89,17 +89,20 @@ class Planner {
            "waiting for the bootstrap provider to set Machine.spec.bootstrap.dataSecretName");
       return WaitForEvent("bootstrap data");
     }
-    Mark(kBootstrapDataReady, true, "BootstrapDataReady", "");
+    MarkBootstrapData(obs_.cloud_init_secret && obs_.cloud_init_secret->ours
+                          ? obs_.cloud_init_secret->not_merged_because
+                          : std::string());
     if (!obs_.harvester.ready) {
       Mark(kVmProvisioningReady, false, obs_.harvester.reason,
            "no connection to Harvester: " + obs_.harvester.message, obs_.harvester.failed());
       return WaitFor(obs_.harvester, "Harvester connection");
     }
     const bool have_address = DeriveAddress();
-    if (!obs_.vm && !obs_.hm.spec.provider_id.empty() && !obs_.vm_absence_confirmed) {
+    if (!obs_.vm && !obs_.hm.spec.provider_id.empty()) {
       // The machine recorded a VM the cache does not show: one made without
       // this cluster's labels (to adopt), or one deleted behind our back.
-      return Act(ActionKind::kConfirmVmGone, name_);
+      if (!obs_.vm_absence_confirmed) return Act(ActionKind::kConfirmVmGone, name_);
+      return ReportVmLost();
     }
     if (obs_.vm && !obs_.vm->ours && Recorded(*obs_.vm)) return Adopt(*obs_.vm);
     if (obs_.vm && !obs_.vm->ours) {
@@ -112,6 +115,38 @@ class Planner {
     if (obs_.vm) return ReportVm(*obs_.vm);
     if (PoolMode() && !have_address) return Allocate();
     Create();
+  }
+
+  // The VM spec.providerID names is gone from Harvester (deleted outside
+  // Cluster API). Nothing is made in its place, as a cloud provider's
+  // instance that vanished: the machine fails (failureReason, which Cluster
+  // API copies to the Machine) so that a MachineHealthCheck replaces it.
+  void ReportVmLost() {
+    const api::Condition* before =
+        api::FindCondition(obs_.hm.status.conditions, kVmProvisioningReady);
+    plan_.vm_lost = before == nullptr || before->reason != "VMNotFound";
+    const std::string message =
+        "the VM " + ns_ + "/" + name_ + " (" + obs_.hm.spec.provider_id +
+        ") no longer exists on Harvester: it was deleted outside Cluster API. CAPHV makes no new "
+        "VM for this machine; delete the Machine (a MachineHealthCheck does) to replace it";
+    Mark(kVmProvisioningReady, false, "VMNotFound", message, true);
+    plan_.status.ready = false;
+    plan_.status.failure_reason = "UpdateError";
+    plan_.status.failure_message = message;
+    WaitForEvent("the machine's VM is gone");
+  }
+
+  // BootstrapDataReady: True; with reason BootstrapDataNotMerged (and one
+  // Warning Event) when CAPHV could not add the guest agent and SSH key.
+  void MarkBootstrapData(const std::string& not_merged_because) {
+    if (not_merged_because.empty()) {
+      return Mark(kBootstrapDataReady, true, "BootstrapDataReady", "");
+    }
+    Mark(kBootstrapDataReady, true, "BootstrapDataNotMerged",
+         "the bootstrap data is " + not_merged_because +
+             ": CAPHV added neither qemu-guest-agent nor the SSH key of spec.sshKeyPair; the "
+             "image must run qemu-guest-agent, or Harvester never learns the VM's address",
+         true);
   }
 
   // spec.providerID names the VM: made for this machine (by the Go provider,
@@ -214,6 +249,7 @@ class Planner {
     ud.ssh_public_key = in.ssh_public_key;
     auto user_data = harvester::MergeUserData(ud);
     if (!user_data.ok()) return fail("InvalidBootstrapData", user_data.status().message());
+    MarkBootstrapData(user_data->not_merged_because);
     auto nd_in = harvester::EffectiveNetworkData(obs_.hm.spec, obs_.hc->spec.vm_network_config,
                                                  plan_.status.allocated_ip_address);
     if (!nd_in.ok()) return fail("InvalidNetworkConfig", nd_in.status().message());
@@ -232,6 +268,10 @@ class Planner {
         harvester::HexHash(user_data->text + "\n--- network ---\n" + *network_data, 16);
     secret["metadata"]["annotations"][std::string(harvester::kAnnotationOwner)] = obs_.key;
     secret["metadata"]["annotations"][std::string(kAnnotationContentHash)] = hash;
+    if (!user_data->not_merged_because.empty()) {
+      secret["metadata"]["annotations"][std::string(kAnnotationUserDataNotMerged)] =
+          user_data->not_merged_because;
+    }
     if (obs_.cloud_init_secret && !obs_.cloud_init_secret->ours) {
       return fail("CloudInitSecretConflict",
                   "Secret " + ns_ + "/" + ci.name +
@@ -282,14 +322,31 @@ class Planner {
       return WaitForEvent("the VM failed");
     }
     if (phase != "Running") {
-      Mark(
-          kVmProvisioningReady, false, "VMProvisioning",
-          "waiting for the VM to run" + (phase.empty() ? std::string() : " (phase " + phase + ")"));
+      std::string why = "waiting for the VM to run";
+      if (!phase.empty()) why += " (phase " + phase + ")";
+      if (vm.printable_status == "ErrorPvcNotFound" ||
+          vm.printable_status == "WaitingForVolumeBinding") {
+        // KubeVirt holds it for its volumes: a missing image, a storage
+        // class that does not exist. Said, and looked at again.
+        Mark(kVmProvisioningReady, false, "VMVolumesNotReady",
+             "the VM " + ns_ + "/" + name_ + " does not start: " + vm.printable_status +
+                 (vm.not_synchronized.empty() ? std::string() : ": " + vm.not_synchronized),
+             true);
+        return WaitForEvent("the VM's volumes");
+      }
+      Mark(kVmProvisioningReady, false, "VMProvisioning", std::move(why));
       return WaitForEvent("the VM to run");
     }
     if (obs_.vmi->addresses.empty()) {
-      Mark(kVmProvisioningReady, false, "WaitingForIPAddress",
-           "the VM runs; waiting for the guest agent to report its IP address");
+      std::string why =
+          "the VM runs; waiting for qemu-guest-agent in the guest to report its IP "
+          "address";
+      if (obs_.cloud_init_secret && !obs_.cloud_init_secret->not_merged_because.empty()) {
+        why +=
+            " (the bootstrap data was not merged, so CAPHV did not add the agent: the image "
+            "must run it)";
+      }
+      Mark(kVmProvisioningReady, false, "WaitingForIPAddress", std::move(why));
       return WaitForEvent("the VM's address");
     }
     plan_.status.addresses = obs_.vmi->addresses;

@@ -99,6 +99,11 @@ struct VmView {
   bool ours = false;     // carries this cluster's id label
   bool adopted = false;  // kAnnotationAdopted
   bool running = false;  // its status says a VMI runs (status.ready)
+  // KubeVirt's word on a VM that does not start (status.printableStatus,
+  // e.g. ErrorPvcNotFound, WaitingForVolumeBinding, and the message of its
+  // Synchronized=False condition); "" when it has none.
+  std::string printable_status;
+  std::string not_synchronized;
   std::string cloud_init_secret;  // the Secret its cloud-init volume names
   bool deleting = false;
   bool pvcs_marked_for_removal = false;  // or it lists no PVC
@@ -118,9 +123,16 @@ struct PvcView {
   bool deleting = false;
 };
 
+// Annotation on the cloud-init Secret when the bootstrap data could not be
+// merged (harvester::UserData::not_merged_because): the machine keeps
+// saying so after the VM was created.
+inline constexpr std::string_view kAnnotationUserDataNotMerged =
+    "harvester.infrastructure.cluster.x-k8s.io/user-data-not-merged";
+
 struct SecretView {
   bool ours = false;
   std::string content_hash;
+  std::string not_merged_because;  // kAnnotationUserDataNotMerged
 };
 
 // What creating a VM needs beyond the caches: live reads, made once the
@@ -239,6 +251,9 @@ struct MachinePlan {
   // The VM goes with its etcd member perhaps left behind (the timeout, or an
   // unreachable workload cluster): true in the plan that first decides it.
   bool etcd_member_left = false;
+  // The machine's VM was found gone from Harvester: true in the plan that
+  // first says so (caphv_machine_vm_lost_total).
+  bool vm_lost = false;
 };
 
 // The owner id this machine's pool entries carry.

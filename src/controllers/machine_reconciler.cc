@@ -141,6 +141,7 @@ kube::Result HarvesterMachineReconciler::Report(Run& r, const MachineObservation
   // A member left behind when the VM goes anyway (a failed removal request
   // is counted by the executor).
   if (plan.etcd_member_left) metrics::EtcdMemberRemoveErrorsTotal().Increment();
+  if (plan.vm_lost) metrics::MachineVmLostTotal().Increment();
   if (r.conn) {
     if (plan.wait_for_pool) {
       // Every pool exhausted: a failed allocation attempt, as the Go provider counts it.

@@ -97,6 +97,9 @@ struct Families {
   Counter& etcd_member_remove_errors =
       NewCounter("caphv_etcd_member_remove_errors_total",
                  "Total number of failed etcd member removal attempts.");
+  Counter& machine_vm_lost =
+      NewCounter("caphv_machine_vm_lost_total",
+                 "Total number of HarvesterMachines whose VM was deleted outside Cluster API.");
   Counter& node_init =
       NewCounter("caphv_node_init_total", "Total number of workload node initialization attempts.");
   Counter& node_init_errors =
@@ -187,6 +190,7 @@ void SetIdentityTokenExpiry(std::string_view cluster,
 
 Counter& EtcdMemberRemoveTotal() { return F().etcd_member_remove; }
 Counter& EtcdMemberRemoveErrorsTotal() { return F().etcd_member_remove_errors; }
+Counter& MachineVmLostTotal() { return F().machine_vm_lost; }
 Counter& NodeInitTotal() { return F().node_init; }
 Counter& NodeInitErrorsTotal() { return F().node_init_errors; }
 Histogram& NodeInitDuration() { return F().node_init_duration; }
@@ -221,6 +225,7 @@ const std::vector<std::string>& FamilyNames() {
       "caphv_node_init_total",
       "caphv_node_init_errors_total",
       "caphv_node_init_duration_seconds",
+      "caphv_machine_vm_lost_total",
   };
   return *names;
 }

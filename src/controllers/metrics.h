@@ -16,6 +16,8 @@
 //   caphv_etcd_member_remove_total, caphv_etcd_member_remove_errors_total
 //   caphv_node_init_total, caphv_node_init_errors_total               counter
 //   caphv_node_init_duration_seconds           histogram 0.5, 1, 2 ... 64 s
+//   caphv_machine_vm_lost_total                counter (CAPHV's own): machines
+//                                              whose VM was deleted outside Cluster API
 //
 // `operation` is "normal" or "delete". Label values as the Go provider's:
 // caphv_machine_status{cluster="<ns>/<Cluster>", machine="<ns>/<HarvesterMachine>"},
@@ -90,6 +92,7 @@ void SetIdentityTokenExpiry(std::string_view cluster,
 // --- workload cluster --------------------------------------------------------------
 prometheus::Counter& EtcdMemberRemoveTotal();
 prometheus::Counter& EtcdMemberRemoveErrorsTotal();
+prometheus::Counter& MachineVmLostTotal();
 prometheus::Counter& NodeInitTotal();
 prometheus::Counter& NodeInitErrorsTotal();
 prometheus::Histogram& NodeInitDuration();

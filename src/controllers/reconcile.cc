@@ -12,7 +12,7 @@ void Conditions::Mark(std::string_view type, bool status, std::string_view reaso
   const std::string status_text(status ? api::kConditionTrue : api::kConditionFalse);
   const bool transition =
       before == nullptr || before->status != status_text || before->reason != reason;
-  if (warn && !status && transition) {
+  if (warn && transition) {
     warnings_.push_back({true, std::string(reason), message});
   }
   api::Condition c;

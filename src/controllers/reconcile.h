@@ -5,9 +5,10 @@
 //
 //   * Conditions: a planner sets conditions on a copy of the status last
 //     reported (Conditions::Mark). A change of status or reason against that
-//     report is a transition; a transition to False with a reason the planner
-//     flags as a warning yields one Warning Event, so repeating the same
-//     failure never floods the Event stream.
+//     report is a transition; a transition with a reason the planner flags as
+//     a warning (a failure, or a True condition with a caveat) yields one
+//     Warning Event, so repeating the same failure never floods the Event
+//     stream.
 //   * Ready: one summary rule for every kind (SummarizeReady).
 //   * Wait: how a plan that has no more writes to make ends the reconcile —
 //     an event will bring the object back (kEvent), or nothing can, so the
@@ -52,9 +53,9 @@ class Conditions {
   Conditions(std::vector<api::Condition> reported, int64_t generation)
       : reported_(reported), current_(std::move(reported)), generation_(generation) {}
 
-  // Sets condition `type`. When `warn` and the condition is False and
-  // transitioned (status or reason differ from the report), a Warning Event
-  // with `reason` and `message` is queued.
+  // Sets condition `type`. When `warn` and the condition transitioned
+  // (status or reason differ from the report), a Warning Event with
+  // `reason` and `message` is queued.
   void Mark(std::string_view type, bool status, std::string_view reason, std::string message,
             bool warn = false);
   void Remove(std::string_view type);

@@ -5,6 +5,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "harvester/ipv4.h"
 #include "kube/base64.h"
@@ -203,16 +204,96 @@ std::string DetectUserDataFormat(std::string_view data) {
   return "unknown";
 }
 
+namespace {
+
+constexpr std::string_view kJinjaHeader = "## template: jinja";
+constexpr std::string_view kJinjaMark = "caphv-jinja-expression-";
+
+// A `## template: jinja` cloud-config with its Jinja expressions (`{{ ... }}`)
+// replaced by marks, so that it can be merged as YAML; Restore puts them
+// back. Statements (`{% ... %}`) and comments (`{# ... #}`) may change the
+// YAML's structure, so such data is not masked (nullopt, with `why`).
+struct MaskedJinja {
+  std::string header;  // the first line, newline included
+  std::string body;    // the cloud-config with marks
+  std::vector<std::string> expressions;
+
+  std::string Restore(std::string text) const {
+    for (size_t i = expressions.size(); i-- > 0;) {
+      const std::string mark = std::string(kJinjaMark) + std::to_string(i) + "-";
+      for (size_t at = text.find(mark); at != std::string::npos; at = text.find(mark, at)) {
+        text.replace(at, mark.size(), expressions[i]);
+        at += expressions[i].size();
+      }
+    }
+    return text;
+  }
+};
+
+std::optional<MaskedJinja> MaskJinja(std::string_view data, std::string* why) {
+  const size_t eol = data.find('\n');
+  std::string_view first = data.substr(0, eol);
+  while (!first.empty() && (first.back() == '\r' || first.back() == ' ' || first.back() == '\t')) {
+    first.remove_suffix(1);
+  }
+  if (first != kJinjaHeader || eol == std::string_view::npos) {
+    *why = "a Jinja template header other than `## template: jinja` on its own line";
+    return std::nullopt;
+  }
+  std::string_view body = data.substr(eol + 1);
+  if (DetectUserDataFormat(body) != "cloud-config") {
+    *why = "a Jinja template of something other than #cloud-config";
+    return std::nullopt;
+  }
+  if (body.find("{%") != std::string_view::npos || body.find("{#") != std::string_view::npos) {
+    *why = "a Jinja template with statements or comments ({% %}, {# #}), which may change its YAML";
+    return std::nullopt;
+  }
+  if (body.find(kJinjaMark) != std::string_view::npos) {
+    *why = "a Jinja template that contains CAPHV's own marker text";
+    return std::nullopt;
+  }
+  MaskedJinja m;
+  m.header = std::string(data.substr(0, eol + 1));
+  for (size_t pos = 0;;) {
+    const size_t open = body.find("{{", pos);
+    if (open == std::string_view::npos) {
+      m.body.append(body.substr(pos));
+      break;
+    }
+    const size_t close = body.find("}}", open + 2);
+    if (close == std::string_view::npos) {
+      *why = "a Jinja template with an unterminated {{ expression";
+      return std::nullopt;
+    }
+    m.body.append(body.substr(pos, open - pos));
+    m.body += std::string(kJinjaMark) + std::to_string(m.expressions.size()) + "-";
+    m.expressions.emplace_back(body.substr(open, close + 2 - open));
+    pos = close + 2;
+  }
+  return m;
+}
+
+}  // namespace
+
 kube::StatusOr<UserData> MergeUserData(const UserDataInputs& in) {
   UserData out;
   out.format = in.bootstrap_format == "ignition" ? "ignition" : DetectUserDataFormat(in.bootstrap);
-  if (out.format != "cloud-config" && out.format != "empty") {
+  std::optional<MaskedJinja> jinja;
+  if (out.format == "jinja") {
+    jinja = MaskJinja(in.bootstrap, &out.not_merged_because);
+    if (!jinja) {
+      out.text = in.bootstrap;
+      return out;
+    }
+  } else if (out.format != "cloud-config" && out.format != "empty") {
+    out.not_merged_because = "user data of format " + out.format + ", which is not #cloud-config";
     out.text = in.bootstrap;
     return out;
   }
   YAML::Node root;
   try {
-    root = out.format == "empty" ? YAML::Node() : YAML::Load(in.bootstrap);
+    root = out.format == "empty" ? YAML::Node() : YAML::Load(jinja ? jinja->body : in.bootstrap);
   } catch (const YAML::Exception& e) {
     return Invalid(std::string("bootstrap cloud-config is not valid YAML: ") + e.what());
   }
@@ -227,7 +308,11 @@ kube::StatusOr<UserData> MergeUserData(const UserDataInputs& in) {
     return Status(StatusCode::kInternal, "emitting cloud-config: " + emitter.GetLastError());
   }
   out.text = "#cloud-config\n" + std::string(emitter.c_str()) + "\n";
-  out.format = "cloud-config";
+  if (jinja) {
+    out.text = jinja->header + jinja->Restore(std::move(out.text));
+  } else {
+    out.format = "cloud-config";
+  }
   out.merged = true;
   return out;
 }

@@ -8,9 +8,13 @@
 //     provider's `#cloud-config`. Lists are merged (the bootstrap's entries
 //     are kept, ours added once), scalar keys of the bootstrap always win,
 //     quoted scalars stay strings ('0644' is not turned into an octal
-//     number). Any other format (`#!` scripts, MIME multipart, Jinja
-//     templates, `#include`, boothooks, Ignition JSON...) is returned
-//     untouched with `merged == false`, so the caller can report it.
+//     number). A `## template: jinja` header followed by `#cloud-config`
+//     (what the RKE2 bootstrap provider writes) is merged the same way and
+//     kept, its `{{ ... }}` expressions put back verbatim; Jinja statements
+//     or comments (`{% %}`, `{# #}`) may change the YAML, so such data is
+//     not merged. Any other format (`#!` scripts, MIME multipart,
+//     `#include`, boothooks, Ignition JSON...) is returned untouched with
+//     `merged == false` and `not_merged_because`, so the caller can report it.
 //   * BuildNetworkData renders network-config version 1: one `physical`
 //     entry per NIC, the first NIC static (address/netmask/gateway/DNS) or
 //     DHCP, every other NIC DHCP, and a `nameserver` entry with the DNS.
@@ -46,6 +50,9 @@ struct UserData {
   bool merged = false;  // false: `text` is the bootstrap data, untouched
   std::string format;   // "cloud-config", "shellscript", "mime-multipart", "jinja",
                         // "ignition", "cloud-config-archive", "include", "boothook", "unknown"
+  // When not merged (and not empty): why, as a phrase ("user data of format
+  // shellscript, which is not #cloud-config").
+  std::string not_merged_because;
 };
 
 // The format cloud-init would see in `data` (first line / first byte).

@@ -335,9 +335,12 @@ kube::StatusOr<kube::Object> BuildIpPool(const std::string& name, const api::IPP
   kube::Object range = {{"subnet", spec.subnet}, {"gateway", spec.gateway}};
   if (!spec.range_start.empty()) range["rangeStart"] = spec.range_start;
   if (!spec.range_end.empty()) range["rangeEnd"] = spec.range_end;
-  kube::Object selector = {
-      {"scope",
-       kube::Object::array({{{"project", "*"}, {"namespace", "*"}, {"guestCluster", "*"}}})}};
+  // No scope: a scope of one {*,*,*} tuple makes the pool Harvester's one
+  // global pool (load-balancer-harvester v1.7.3 pkg/webhook/ippool/
+  // validator.go), refused when another exists and otherwise the fallback of
+  // every load balancer. CAPHV names its pools explicitly (spec.ipPool of the
+  // load balancer, status.allocated for VMs), as the Go provider did.
+  kube::Object selector = kube::Object::object();
   if (!spec.vm_network.empty()) selector["network"] = spec.vm_network;
   kube::Object metadata = {{"name", name}};
   if (!labels.empty()) metadata["labels"] = labels;

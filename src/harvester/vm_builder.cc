@@ -2,6 +2,7 @@
 
 #include "harvester/vm_builder.h"
 
+#include <cctype>
 #include <set>
 
 #include "api/quantity.h"
@@ -334,6 +335,67 @@ std::string CloudInitSecretOf(const kube::Object& vm) {
     }
   }
   return {};
+}
+
+namespace {
+
+bool LinkLocalOrLoopback(std::string_view ip) {
+  auto starts = [&](std::string_view p) {
+    if (ip.size() < p.size()) return false;
+    for (size_t i = 0; i < p.size(); ++i) {
+      if (std::tolower(static_cast<unsigned char>(ip[i])) != p[i]) return false;
+    }
+    return true;
+  };
+  if (ip.find(':') != std::string_view::npos) {
+    return ip == "::1" || starts("fe8") || starts("fe9") || starts("fea") || starts("feb");
+  }
+  return starts("169.254.") || starts("127.");
+}
+
+const kube::Object* At(const kube::Object& o, std::initializer_list<const char*> path) {
+  const kube::Object* at = &o;
+  for (const char* key : path) {
+    if (!at->is_object()) return nullptr;
+    auto it = at->find(key);
+    if (it == at->end()) return nullptr;
+    at = &*it;
+  }
+  return at;
+}
+
+}  // namespace
+
+std::vector<std::string> VmiAddresses(const kube::Object& vmi) {
+  std::set<std::string> declared;
+  if (const kube::Object* spec = At(vmi, {"spec", "domain", "devices", "interfaces"});
+      spec != nullptr && spec->is_array()) {
+    for (const auto& i : *spec) {
+      if (i.is_object() && i.contains("name") && i["name"].is_string()) {
+        declared.insert(i["name"].get<std::string>());
+      }
+    }
+  }
+  std::vector<std::string> out;
+  std::set<std::string> seen;
+  auto add = [&](const kube::Object& ip) {
+    if (!ip.is_string()) return;
+    std::string text = ip.get<std::string>();
+    if (text.empty() || LinkLocalOrLoopback(text) || !seen.insert(text).second) return;
+    out.push_back(std::move(text));
+  };
+  const kube::Object* status = At(vmi, {"status", "interfaces"});
+  if (status == nullptr || !status->is_array()) return out;
+  for (const auto& nic : *status) {
+    if (!nic.is_object()) continue;
+    const std::string name = nic.value("name", "");
+    if (name.empty() || (!declared.empty() && declared.count(name) == 0)) continue;
+    if (nic.contains("ipAddress")) add(nic["ipAddress"]);
+    if (auto ips = nic.find("ipAddresses"); ips != nic.end() && ips->is_array()) {
+      for (const auto& ip : *ips) add(ip);
+    }
+  }
+  return out;
 }
 
 }  // namespace caphv::harvester

@@ -101,6 +101,14 @@ kube::Object AdoptSecretPatch(const std::map<std::string, std::string>& labels,
 // volume names (secretRef, else userDataSecretRef); "" when none.
 std::string CloudInitSecretOf(const kube::Object& vm);
 
+// The addresses of a VMI a Machine may publish: those KubeVirt reports
+// (status.interfaces[].ipAddress / ipAddresses) for the interfaces of the
+// VMI's own spec, in report order, without duplicates, link-local
+// (169.254.0.0/16, fe80::/10) or loopback addresses. The guest agent also
+// reports the guest's other interfaces (cni0, flannel.1, ...) with no name:
+// pod-network addresses that are not the machine's.
+std::vector<std::string> VmiAddresses(const kube::Object& vmi);
+
 // Quantity text as Kubernetes canonicalises an integer of bytes ("4Gi",
 // "100Mi", "2863311530") or of milli-cores ("2", "125m").
 std::string FormatBytes(int64_t bytes);

@@ -1,6 +1,7 @@
 #include "kube/client.h"
 
 #include "kube/transport.h"
+#include "kube/untrusted_json.h"
 
 namespace caphv::kube {
 
@@ -100,10 +101,11 @@ StatusOr<Object> Client::Do(std::string_view method, const std::string& path,
                          transport_->Do(method, path, body, content_type, config_.request_timeout));
   if (resp.status < 200 || resp.status >= 300) return Status::FromHttp(resp.status, resp.body);
   if (resp.body.empty()) return Object::object();
-  auto j = Object::parse(resp.body, nullptr, /*allow_exceptions=*/false);
+  auto j = ParseUntrustedJson(resp.body);
   if (j.is_discarded()) {
-    return Status(StatusCode::kInternal,
-                  "response to " + std::string(method) + " " + path + " is not JSON");
+    return Status(StatusCode::kInternal, "response to " + std::string(method) + " " + path +
+                                             " is not JSON (or nests deeper than " +
+                                             std::to_string(kMaxJsonDepth) + " levels)");
   }
   return j;
 }
@@ -181,7 +183,7 @@ Status Client::Watch(const GroupVersionResource& gvr, std::string_view ns,
 
   Status decode_error;
   auto on_line = [&](std::string_view line) {
-    auto j = Object::parse(line, nullptr, /*allow_exceptions=*/false);
+    auto j = ParseUntrustedJson(line);
     if (j.is_discarded() || !j.is_object()) {
       decode_error = Status(StatusCode::kInternal, "undecodable watch event");
       return false;

@@ -80,8 +80,26 @@ StatusOr<std::string> RestConfig::BearerToken() const {
   return token;
 }
 
+namespace {
+
+StatusOr<RestConfig> LoadKubeconfig(const std::string& yaml, const std::string& base_dir,
+                                    const std::string& context, bool inline_only);
+
+}  // namespace
+
 StatusOr<RestConfig> LoadKubeconfigString(const std::string& yaml, const std::string& base_dir,
                                           const std::string& context) {
+  return LoadKubeconfig(yaml, base_dir, context, /*inline_only=*/false);
+}
+
+StatusOr<RestConfig> LoadInlineKubeconfig(const std::string& yaml) {
+  return LoadKubeconfig(yaml, "/nonexistent", {}, /*inline_only=*/true);
+}
+
+namespace {
+
+StatusOr<RestConfig> LoadKubeconfig(const std::string& yaml, const std::string& base_dir,
+                                    const std::string& context, bool inline_only) {
   YAML::Node root;
   try {
     root = YAML::Load(yaml);
@@ -105,6 +123,30 @@ StatusOr<RestConfig> LoadKubeconfigString(const std::string& yaml, const std::st
   }
   YAML::Node user = FindNamed(root["users"], user_name, "user");
 
+  if (inline_only) {
+    // Checked before anything is read.
+    auto refuse = [](const std::string& where, const std::string& field, const char* why) {
+      return Status(StatusCode::kInvalidArgument,
+                    "kubeconfig " + where + " sets `" + field + "`: " + why +
+                        "; a kubeconfig in a Secret must carry its credentials inline");
+    };
+    const char* kFile = "it names a file on the manager's filesystem, which is never read";
+    if (!Str(cluster, "certificate-authority").empty()) {
+      return refuse("cluster \"" + cluster_name + "\"", "certificate-authority", kFile);
+    }
+    if (user.IsMap()) {
+      const std::string where = "user \"" + user_name + "\"";
+      for (const char* field : {"client-certificate", "client-key", "tokenFile"}) {
+        if (!Str(user, field).empty()) return refuse(where, field, kFile);
+      }
+      for (const char* field : {"exec", "auth-provider"}) {
+        if (user[field]) {
+          return refuse(where, field, "it runs a program or plugin, which is never started");
+        }
+      }
+    }
+  }
+
   RestConfig c;
   c.server = Str(cluster, "server");
   while (!c.server.empty() && c.server.back() == '/') c.server.pop_back();
@@ -113,6 +155,13 @@ StatusOr<RestConfig> LoadKubeconfigString(const std::string& yaml, const std::st
   c.insecure_skip_tls_verify = Str(cluster, "insecure-skip-tls-verify") == "true";
   c.tls_server_name = Str(cluster, "tls-server-name");
   CAPHV_ASSIGN_OR_RETURN(c.ca_pem, DataOrFile(cluster, "certificate-authority", base_dir));
+  if (c.insecure_skip_tls_verify && !c.ca_pem.empty()) {
+    // client-go's rule (rest.Config validation).
+    return Status(StatusCode::kInvalidArgument,
+                  "kubeconfig cluster \"" + cluster_name +
+                      "\": specifying a root certificates file with the insecure flag is not "
+                      "allowed");
+  }
   if (user.IsMap()) {
     CAPHV_ASSIGN_OR_RETURN(c.client_cert_pem, DataOrFile(user, "client-certificate", base_dir));
     CAPHV_ASSIGN_OR_RETURN(c.client_key_pem, DataOrFile(user, "client-key", base_dir));
@@ -130,6 +179,8 @@ StatusOr<RestConfig> LoadKubeconfigString(const std::string& yaml, const std::st
   if (std::string ns = Str(ctx, "namespace"); !ns.empty()) c.default_namespace = ns;
   return c;
 }
+
+}  // namespace
 
 StatusOr<RestConfig> LoadKubeconfigFile(const std::string& path, const std::string& context) {
   // KUBECONFIG may be a colon-separated list: take the first file that exists.

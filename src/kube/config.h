@@ -59,6 +59,15 @@ struct RestConfig {
 StatusOr<RestConfig> LoadKubeconfigString(const std::string& yaml, const std::string& base_dir,
                                           const std::string& context = {});
 
+// A kubeconfig that arrives as data (a Secret a tenant may write: the
+// identity of a HarvesterCluster, a workload cluster's kubeconfig): inline
+// certificates, keys and tokens only. A file reference (`certificate-authority`,
+// `client-certificate`, `client-key`, `tokenFile`) or a plugin (`exec`,
+// `auth-provider`) is refused, naming the field, and nothing is read: such a
+// kubeconfig could make the manager send its own ServiceAccount token, or
+// any file it can read, to a server of the tenant's choosing.
+StatusOr<RestConfig> LoadInlineKubeconfig(const std::string& yaml);
+
 // Reads a kubeconfig file (the first of a colon-separated list that exists).
 StatusOr<RestConfig> LoadKubeconfigFile(const std::string& path, const std::string& context = {});
 

@@ -83,6 +83,21 @@ class HttpServerImpl {
   uint64_t next_session_ = 0;
   std::atomic<bool> draining_{false};
   std::atomic<uint64_t> served_{0};
+  // Request body bytes reserved by the sessions reading or handling one.
+  std::atomic<size_t> buffered_{0};
+
+  size_t BufferedLimit() const {
+    return options_.buffered_limit > 0 ? options_.buffered_limit : 4 * options_.body_limit;
+  }
+  // Reserves `n` body bytes; false when that would pass the limit.
+  bool Reserve(size_t n) {
+    size_t now = buffered_.load();
+    do {
+      if (now + n > BufferedLimit()) return false;
+    } while (!buffered_.compare_exchange_weak(now, now + n));
+    return true;
+  }
+  void ReleaseBuffered(size_t n) { buffered_.fetch_sub(n); }
 
   std::mutex state_mu_;
   bool started_ = false;
@@ -121,7 +136,10 @@ class Session final : public SessionBase {
  public:
   Session(HttpServerImpl* server, Stream stream, std::shared_ptr<ssl::context> ctx)
       : server_(server), stream_(std::move(stream)), ctx_(std::move(ctx)) {}
-  ~Session() override { server_->Unregister(id_); }
+  ~Session() override {
+    Unreserve();
+    server_->Unregister(id_);
+  }
 
   void set_id(uint64_t id) { id_ = id; }
 
@@ -160,8 +178,38 @@ class Session final : public SessionBase {
     }
   }
 
+  void Unreserve() {
+    if (reserved_ > 0) server_->ReleaseBuffered(reserved_);
+    reserved_ = 0;
+  }
+
+  // A refusal before the request was read whole; the connection closes.
+  void Refuse(int status, std::string body, std::vector<std::pair<std::string, std::string>> hdrs) {
+    busy_ = true;
+    Unreserve();
+    HttpResponse res;
+    res.status = status;
+    res.body = std::move(body);
+    res.headers = std::move(hdrs);
+    Write(res, 11, false);
+  }
+
+  // A read that failed: 413/431 for limits; otherwise (closed, cancelled,
+  // read_timeout passed: the stream is closed then, as Go's net/http does
+  // for its ReadTimeout) the session just ends and its reservation is freed.
+  void RefuseFailedRead(boost::system::error_code ec) {
+    if (ec == bhttp::error::body_limit || ec == bhttp::error::header_limit) {
+      const bool body = ec == bhttp::error::body_limit;
+      Refuse(body ? 413 : 431,
+             body ? "request body too large\n" : "request header fields too large\n", {});
+      return;
+    }
+    Unreserve();
+  }
+
   void Read() {
     busy_ = false;
+    Unreserve();
     if (server_->draining_.load() || closed_) {
       Close();
       return;
@@ -169,21 +217,43 @@ class Session final : public SessionBase {
     parser_.emplace();
     parser_->body_limit(server_->options_.body_limit);
     beast::get_lowest_layer(stream_).expires_after(server_->options_.read_timeout);
-    bhttp::async_read(stream_, buffer_, *parser_,
-                      [self = Self()](boost::system::error_code ec, size_t) { self->OnRead(ec); });
+    // The header first: the body is read only once it fits the budget.
+    bhttp::async_read_header(
+        stream_, buffer_, *parser_,
+        [self = Self()](boost::system::error_code ec, size_t) { self->OnHeader(ec); });
+  }
+
+  void OnHeader(boost::system::error_code ec) {
+    if (ec) {
+      RefuseFailedRead(ec);
+      return;  // closed, idle timeout, cancelled: the session ends
+    }
+    size_t want = server_->options_.body_limit;  // chunked: up to the limit
+    if (auto length = parser_->content_length()) {
+      if (*length > server_->options_.body_limit) {
+        Refuse(413, "request body too large\n", {});
+        return;
+      }
+      want = static_cast<size_t>(*length);
+    } else if (!parser_->chunked()) {
+      want = 0;  // no body
+    }
+    if (want > 0 && !server_->Reserve(want)) {
+      server_->logger_.V(1).Info("Too many request bytes buffered: 429", {{"contentLength", want}});
+      Refuse(429, "too many requests are being read; retry\n", {{"Retry-After", "1"}});
+      return;
+    }
+    reserved_ = want;
+    bhttp::async_read(
+        stream_, buffer_, *parser_,
+        [self = Self()](boost::system::error_code read_ec, size_t) { self->OnRead(read_ec); });
   }
 
   void OnRead(boost::system::error_code ec) {
-    if (ec == bhttp::error::body_limit || ec == bhttp::error::header_limit) {
-      busy_ = true;
-      HttpResponse res;
-      res.status = ec == bhttp::error::body_limit ? 413 : 431;
-      res.body = ec == bhttp::error::body_limit ? "request body too large\n"
-                                                : "request header fields too large\n";
-      Write(res, 11, false);
-      return;
+    if (ec) {
+      RefuseFailedRead(ec);
+      return;  // closed, cancelled: the session ends
     }
-    if (ec) return;  // closed, timed out, cancelled: the session ends
     busy_ = true;
     const auto& msg = parser_->get();
     HttpRequest req;
@@ -244,6 +314,7 @@ class Session final : public SessionBase {
   bool busy_ = false;
   bool closed_ = false;
   uint64_t id_ = 0;
+  size_t reserved_ = 0;  // body bytes reserved on the server for the current request
 };
 
 uint64_t HttpServerImpl::Register(const std::shared_ptr<SessionBase>& s) {
@@ -303,8 +374,18 @@ void HttpServerImpl::DoAccept() {
 
 void HttpServerImpl::OnAccept(boost::system::error_code ec, tcp::socket socket) {
   if (ec == net::error::operation_aborted || !acceptor_->is_open() || draining_.load()) return;
+  size_t live = 0;
+  {
+    std::lock_guard lock(gate_mu_);
+    live = sessions_.size();
+  }
   if (ec) {
     logger_.V(2).Info("Accept failed", {{"err", ec.message()}});
+  } else if (live >= options_.max_connections) {
+    logger_.V(1).Info("Too many connections: closing a new one",
+                      {{"connections", live}, {"limit", options_.max_connections}});
+    boost::system::error_code ignored;
+    socket.close(ignored);
   } else {
     std::shared_ptr<SessionBase> session;
     if (tls()) {

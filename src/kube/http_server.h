@@ -88,11 +88,19 @@ using HttpResponse = http::Response;
 using HttpHandler = http::Handler;
 
 struct HttpServerOptions {
-  std::string name = "http";              // for logs
-  std::string bind_address = ":8080";     // ":port", "host:port", "[v6]:port"; port 0 = any
-  int threads = 2;                        // pool size
-  size_t body_limit = 1 << 20;            // bytes; larger requests get 413
-  std::chrono::seconds read_timeout{30};  // per request (headers + body) and keep-alive idle
+  std::string name = "http";           // for logs
+  std::string bind_address = ":8080";  // ":port", "host:port", "[v6]:port"; port 0 = any
+  int threads = 2;                     // pool size
+  size_t body_limit = 1 << 20;         // bytes; larger requests get 413
+  // Request bodies buffered at once over all connections: a request whose
+  // Content-Length (a chunked one: body_limit) would pass it is answered 429
+  // with Retry-After before its body is read. 0 = 4 x body_limit.
+  size_t buffered_limit = 0;
+  // Connections at once; one more is closed as soon as it is accepted.
+  size_t max_connections = 256;
+  // Per request (headers + body) and keep-alive idle: a connection that
+  // has not sent a whole request by then is closed (its reservation freed).
+  std::chrono::seconds read_timeout{30};
   std::chrono::seconds write_timeout{30};
   // TLS: empty cert_dir and cert_pem = plain HTTP.
   std::string cert_dir;

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kube/untrusted_json.h"
+
 namespace caphv::kube {
 
 std::string_view StatusCodeName(StatusCode code) {
@@ -80,7 +82,7 @@ Status Status::FromHttp(int http_status, std::string_view body) {
   std::string reason;
   std::string message;
   std::vector<FieldCause> causes;
-  auto j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  auto j = ParseUntrustedJson(body);
   if (!j.is_discarded() && j.is_object() && j.value("kind", "") == "Status") {
     reason = j.value("reason", "");
     message = j.value("message", "");

@@ -70,10 +70,29 @@ Status CurlError(CURLcode rc, const char* errbuf, std::string_view what) {
 
 }  // namespace
 
-Transport::Transport(RestConfig config) : config_(std::move(config)) { GlobalInit(); }
+Transport::Transport(RestConfig config) : config_(std::move(config)) {
+  GlobalInit();
+  constexpr std::string_view kScheme = "https://";
+  if (config_.tls_server_name.empty() || !config_.server.starts_with(kScheme)) return;
+  const std::string rest = config_.server.substr(kScheme.size());
+  const size_t slash = rest.find('/');
+  const std::string authority = rest.substr(0, slash);
+  const std::string prefix = slash == std::string::npos ? "" : rest.substr(slash);
+  std::string host = authority, port = "443";
+  const size_t colon = authority.rfind(':');
+  if (colon != std::string::npos && authority.find(']', colon) == std::string::npos) {
+    host = authority.substr(0, colon);
+    port = authority.substr(colon + 1);
+  }
+  base_url_ = std::string(kScheme) + config_.tls_server_name + ":" + port + prefix;
+  connect_to_ = config_.tls_server_name + ":" + port + ":" + host + ":" + port;
+  host_header_ = "Host: " + authority;
+  connect_to_list_ = curl_slist_append(nullptr, connect_to_.c_str());
+}
 
 Transport::~Transport() {
   for (void* h : idle_) curl_easy_cleanup(static_cast<CURL*>(h));
+  curl_slist_free_all(static_cast<curl_slist*>(connect_to_list_));
 }
 
 void* Transport::Acquire() {
@@ -102,8 +121,9 @@ void Transport::Release(void* handle) {
 Status Transport::Prepare(void* handle, std::string_view method, const std::string& path_and_query,
                           const std::string& body, std::string_view content_type, void** headers) {
   auto* h = static_cast<CURL*>(handle);
-  std::string url = config_.server + path_and_query;
+  std::string url = (base_url_.empty() ? config_.server : base_url_) + path_and_query;
   curl_easy_setopt(h, CURLOPT_URL, url.c_str());
+  if (connect_to_list_ != nullptr) curl_easy_setopt(h, CURLOPT_CONNECT_TO, connect_to_list_);
   curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
                    static_cast<long>(config_.connect_timeout.count()));
@@ -130,6 +150,7 @@ Status Transport::Prepare(void* handle, std::string_view method, const std::stri
   }
   curl_slist* list = nullptr;
   list = curl_slist_append(list, "Accept: application/json");
+  if (!host_header_.empty()) list = curl_slist_append(list, host_header_.c_str());
   auto token = config_.BearerToken();
   if (!token.ok()) {
     curl_slist_free_all(list);

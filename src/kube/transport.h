@@ -54,6 +54,14 @@ class Transport {
                  const std::string& body, std::string_view content_type, void** headers);
 
   RestConfig config_;
+  // With tls-server-name: requests go to https://<tls name>:<port><prefix>
+  // (so SNI and the certificate check use that name), connected to the
+  // server's address (CURLOPT_CONNECT_TO `connect_to_`) with the server's
+  // Host header, as client-go's TLSClientConfig.ServerName does.
+  std::string base_url_;             // "" = config_.server
+  std::string connect_to_;           // "<tls name>:<port>:<host>:<port>"
+  std::string host_header_;          // "Host: <host>:<port>"
+  void* connect_to_list_ = nullptr;  // curl_slist* holding connect_to_
   std::mutex mu_;
   std::vector<void*> idle_;  // CURL* handles ready for reuse
 };

@@ -15,6 +15,7 @@
 #include "kube/base64.h"
 #include "kube/log.h"
 #include "kube/metrics.h"
+#include "kube/untrusted_json.h"
 #include "webhooks/mutation.h"
 #include "webhooks/validation.h"
 
@@ -264,12 +265,15 @@ kube::HttpResponse HandleAdmission(const kube::HttpRequest& request, const Webho
     return finish(JsonResponse(Denied(
         "", 400, "BadRequest", "contentType=" + content_type + ", expected application/json")));
   }
-  api::Json review = api::Json::parse(request.body, nullptr, /*allow_exceptions=*/false);
+  bool too_deep = false;
+  api::Json review = kube::ParseUntrustedJson(request.body, &too_deep);
   if (review.is_discarded()) {
-    base.V(1).Info("Rejected admission request",
-                   {{"webhook", hook.name}, {"reason", "body is not JSON"}});
-    return finish(JsonResponse(
-        Denied("", 400, "BadRequest", "the request body is not valid JSON (AdmissionReview)")));
+    const std::string why =
+        too_deep ? "the request body nests deeper than " + std::to_string(kube::kMaxJsonDepth) +
+                       " levels (AdmissionReview)"
+                 : std::string("the request body is not valid JSON (AdmissionReview)");
+    base.V(1).Info("Rejected admission request", {{"webhook", hook.name}, {"reason", why}});
+    return finish(JsonResponse(Denied("", 400, "BadRequest", why)));
   }
   api::Json answer = hook.mutating ? MutationReview(review, hook.kind) : Review(review, hook.kind);
 

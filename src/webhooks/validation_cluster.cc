@@ -44,9 +44,14 @@ void ValidateIPPool(const api::IPPoolSpec& pool, const std::string& path, FieldE
   std::string why;
   if (pool.vm_network.empty()) {
     errs.push_back(Required(path + ".vmNetwork"));
-  } else if (!ParseObjectRef(pool.vm_network, /*strict_name=*/true, &why)) {
+  } else if (auto ref = ParseObjectRef(pool.vm_network, /*strict_name=*/true, &why);
+             !ref || ref->namespace_.empty()) {
+    // Harvester's IPPool webhook takes the network only as <namespace>/<name>
+    // of a NetworkAttachmentDefinition (load-balancer-harvester v1.7.3
+    // pkg/utils/vid.go): a bare name is refused as an invalid network.
     errs.push_back(Invalid(path + ".vmNetwork", pool.vm_network,
-                           "must be <name> or <namespace>/<name> of a VM network: " + why));
+                           "must be <namespace>/<name> of a VM network: " +
+                               (ref ? std::string("the namespace is missing") : why)));
   }
   std::optional<Ipv4Cidr> subnet;
   if (pool.subnet.empty()) {
@@ -90,6 +95,10 @@ void ValidateLoadBalancer(const api::LoadBalancerConfig& lb, const std::string& 
   if (lb.ip_pool) ValidateIPPool(*lb.ip_pool, path + ".ipPool", errs);
   std::set<std::string> names;
   std::set<std::pair<int, std::string>> ports;
+  // Harvester refuses two listeners of one protocol on one backend port
+  // (load-balancer-harvester v1.7.3 pkg/webhook/loadbalancer/validator.go);
+  // the api-server listener CAPHV always adds forwards TCP 6443.
+  std::set<std::pair<int, std::string>> backend_ports = {{kApiServerPort, "TCP"}};
   for (size_t i = 0; i < lb.listeners.size(); ++i) {
     const auto& l = lb.listeners[i];
     std::string lp = path + ".listeners[" + std::to_string(i) + "]";
@@ -118,6 +127,13 @@ void ValidateLoadBalancer(const api::LoadBalancerConfig& lb, const std::string& 
     if (l.backend_port < 1 || l.backend_port > 65535) {
       errs.push_back(
           Invalid(lp + ".backendPort", l.backend_port, "must be between 1 and 65535, inclusive"));
+    } else if (!backend_ports.insert({l.backend_port, protocol}).second) {
+      errs.push_back(Invalid(lp + ".backendPort", l.backend_port,
+                             l.backend_port == kApiServerPort && protocol == "TCP"
+                                 ? "TCP backend port 6443 is the api-server listener's"
+                                 : "duplicate " + protocol +
+                                       " backend port: Harvester's load balancer forwards "
+                                       "each protocol and backend port once"));
     }
   }
 }
@@ -153,6 +169,26 @@ void ValidateVMNetwork(const api::VMNetworkConfig& vm, const std::string& path, 
   ValidateIPList(vm.dns_servers, path + ".dnsServers", errs);
 }
 
+// The addresses an inline pool hands out, as Harvester defaults them (start
+// network+1, end broadcast-1); nullopt when the pool does not parse.
+std::optional<std::pair<uint32_t, uint32_t>> PoolSpan(const api::IPPoolSpec& pool) {
+  auto cidr = ParseIPv4Cidr(pool.subnet);
+  if (!cidr || cidr->prefix > 30) return std::nullopt;
+  const uint32_t host = cidr->prefix == 0 ? ~0u : (1u << (32 - cidr->prefix)) - 1;
+  uint32_t start = cidr->network + 1, end = (cidr->network | host) - 1;
+  if (!pool.range_start.empty()) {
+    auto ip = ParseIPv4(pool.range_start);
+    if (!ip) return std::nullopt;
+    start = *ip;
+  }
+  if (!pool.range_end.empty()) {
+    auto ip = ParseIPv4(pool.range_end);
+    if (!ip) return std::nullopt;
+    end = *ip;
+  }
+  return std::pair{start, end};
+}
+
 }  // namespace
 
 FieldErrors ValidateHarvesterClusterSpec(const api::HarvesterClusterSpec& spec,
@@ -180,6 +216,20 @@ FieldErrors ValidateHarvesterClusterSpec(const api::HarvesterClusterSpec& spec,
   ValidateLoadBalancer(spec.load_balancer_config, path + ".loadBalancerConfig", errs);
   if (spec.vm_network_config)
     ValidateVMNetwork(*spec.vm_network_config, path + ".vmNetworkConfig", errs);
+  // Harvester refuses a pool whose range overlaps another pool's
+  // (load-balancer-harvester v1.7.3 pkg/webhook/ippool/validator.go): the
+  // inline VM pool would never be created next to the inline LB pool.
+  if (spec.load_balancer_config.ip_pool && spec.vm_network_config &&
+      spec.vm_network_config->ip_pool) {
+    auto lb = PoolSpan(*spec.load_balancer_config.ip_pool);
+    auto vm = PoolSpan(*spec.vm_network_config->ip_pool);
+    if (lb && vm && lb->first <= vm->second && vm->first <= lb->second) {
+      errs.push_back(Invalid(path + ".vmNetworkConfig.ipPool",
+                             spec.vm_network_config->ip_pool->subnet,
+                             "its range overlaps the range of loadBalancerConfig.ipPool: Harvester "
+                             "refuses IP pools whose ranges overlap; give each its own range"));
+    }
+  }
   if (spec.update_cloud_provider_config) {
     const auto& c = *spec.update_cloud_provider_config;
     const std::string cp = path + ".updateCloudProviderConfig";
@@ -224,6 +274,14 @@ FieldErrors ValidateHarvesterClusterUpdate(const api::HarvesterCluster& old_obj,
   }
   if (old_obj.spec.identity_secret.name != new_obj.spec.identity_secret.name) {
     errs.push_back(Invalid("spec.identitySecret.name", new_obj.spec.identity_secret.name, kOrphan));
+  }
+  // Harvester refuses a change of a load balancer's `ipam` (load-balancer-
+  // harvester v1.7.3 pkg/webhook/loadbalancer/validator.go checkIPAM).
+  if (old_obj.spec.load_balancer_config.ipam_type != new_obj.spec.load_balancer_config.ipam_type) {
+    errs.push_back(Invalid("spec.loadBalancerConfig.ipamType",
+                           new_obj.spec.load_balancer_config.ipam_type,
+                           "field is immutable: Harvester does not change the IPAM of a load "
+                           "balancer; create a new cluster to change it"));
   }
   return errs;
 }

@@ -61,7 +61,7 @@ kube::StatusOr<std::string> KubeconfigOf(const kube::Object& secret) {
 }
 
 kube::StatusOr<kube::RestConfig> WorkloadConfig(const std::string& kubeconfig) {
-  auto config = kube::LoadKubeconfigString(kubeconfig, "/nonexistent");
+  auto config = kube::LoadInlineKubeconfig(kubeconfig);
   if (!config.ok()) return config.status();
   config->user_agent = "caphv-manager";
   config->connect_timeout = kWorkloadConnectTimeout;

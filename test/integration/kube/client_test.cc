@@ -273,5 +273,22 @@ TEST_F(ClientTest, UnreachableServerIsUnavailableAndBadTokenUnauthorized) {
   EXPECT_EQ((*c2)->List(resources::kNamespaces, "").status().code(), StatusCode::kUnavailable);
 }
 
+// tls-server-name names the certificate to expect (and the SNI), whatever
+// address `server` has: the bed's certificates name localhost and 127.0.0.1.
+TEST_F(ClientTest, TlsServerNameIsTheNameTheCertificateIsCheckedFor) {
+  RestConfig cfg = Testbed::Get().Config(testing::kMgmt);
+  RestConfig named = cfg;
+  named.tls_server_name = "localhost";
+  auto ok = Client::New(named);
+  ASSERT_TRUE(ok.ok());
+  EXPECT_TRUE((*ok)->List(resources::kNamespaces, "").ok());
+
+  RestConfig other = cfg;
+  other.tls_server_name = "harvester.example";
+  auto refused = Client::New(other);
+  ASSERT_TRUE(refused.ok());
+  EXPECT_EQ((*refused)->List(resources::kNamespaces, "").status().code(), StatusCode::kUnavailable);
+}
+
 }  // namespace
 }  // namespace caphv::kube

@@ -8,8 +8,11 @@
 
 #include "kube/http_server.h"
 
+#include <arpa/inet.h>
 #include <curl/curl.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -126,6 +129,92 @@ TEST(HttpServerTest, BodyLimitIsConfigurable) {
   auto accepted = Fetch(Url(large, "/echo"), seven_mib);
   EXPECT_EQ(accepted.status, 200);
   EXPECT_EQ(accepted.body, std::to_string(seven_mib.size()));
+}
+
+// A raw client that sends `head` (and `body_part`) and keeps the connection.
+class RawClient {
+ public:
+  RawClient(int port, const std::string& text) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return;
+    size_t sent = 0;
+    while (sent < text.size()) {
+      const ssize_t n = ::send(fd_, text.data() + sent, text.size() - sent, MSG_NOSIGNAL);
+      if (n <= 0) break;
+      sent += static_cast<size_t>(n);
+    }
+  }
+  ~RawClient() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  // What the server answers within `timeout` ("" when it closed or said nothing).
+  std::string Answer(std::chrono::milliseconds timeout) {
+    timeval tv{static_cast<time_t>(timeout.count() / 1000),
+               static_cast<suseconds_t>((timeout.count() % 1000) * 1000)};
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char buf[4096];
+    const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+    return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+std::string PostHead(size_t content_length) {
+  return "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+         "Content-Length: " +
+         std::to_string(content_length) + "\r\n\r\n";
+}
+
+// Half-sent large bodies held 454 MiB of a manager limited to 512 Mi: the
+// bytes buffered at once are bounded; past that a request is answered 429
+// before its body is read, and served again once the others are done.
+TEST(HttpServerTest, BufferedBodiesAreBoundedAndTheRestAnswered429) {
+  HttpServer server({.name = "bounded",
+                     .bind_address = "127.0.0.1:0",
+                     .body_limit = 1 << 20,
+                     .buffered_limit = 2 << 20,
+                     .read_timeout = 5s});
+  server.Handle("/echo", [](const HttpRequest& r) {
+    return HttpResponse{200, "text/plain", std::to_string(r.body.size())};
+  });
+  ASSERT_TRUE(server.Start().ok());
+  const size_t almost = (1 << 20) - 1000;
+  const std::string half(almost / 2, 'x');
+  // Two slow clients reserve almost 2 MiB between them and send half.
+  RawClient a(server.port(), PostHead(almost) + half);
+  RawClient b(server.port(), PostHead(almost) + half);
+  std::this_thread::sleep_for(300ms);
+  RawClient c(server.port(), PostHead(almost) + half);
+  const std::string refused = c.Answer(3s);
+  EXPECT_EQ(refused.rfind("HTTP/1.1 429", 0), 0u) << refused;
+  EXPECT_NE(refused.find("Retry-After: 1"), std::string::npos) << refused;
+  // A small request still fits.
+  auto small = Fetch(Url(server, "/echo"), "{}");
+  EXPECT_EQ(small.status, 200);
+  // The slow ones time out (read_timeout) and free their share: served again.
+  std::this_thread::sleep_for(5500ms);
+  auto after = Fetch(Url(server, "/echo"), std::string(almost, 'y'));
+  EXPECT_EQ(after.status, 200);
+  EXPECT_EQ(after.body, std::to_string(almost));
+}
+
+TEST(HttpServerTest, ConnectionsBeyondTheLimitAreClosed) {
+  HttpServer server({.name = "few", .bind_address = "127.0.0.1:0", .max_connections = 2});
+  server.Handle("/echo", [](const HttpRequest& r) {
+    return HttpResponse{200, "text/plain", std::to_string(r.body.size())};
+  });
+  ASSERT_TRUE(server.Start().ok());
+  RawClient a(server.port(), "");
+  RawClient b(server.port(), "");
+  std::this_thread::sleep_for(300ms);
+  RawClient c(server.port(), PostHead(2) + "{}");
+  EXPECT_EQ(c.Answer(2s), "") << "a third connection was served";
 }
 
 TEST(HttpServerTest, GracefulShutdownDrainsInFlightRequestWhileProbesAnswer) {

@@ -193,6 +193,82 @@ class SimRke2Test : public SimTest {
     ASSERT_TRUE(v.ok()) << v.status().ToString();
   }
 
+  // The guest cluster's cloud-config as CAPHV writes it: a kubeconfig with
+  // the token of a ServiceAccount of this test's namespace bound to
+  // harvesterhci.io:cloudprovider, context namespace `context_ns`, in the
+  // workload Secret kube-system/cloud-config (key cloud-config).
+  void WriteCloudConfig(const std::string& context_ns) {
+    const std::string sa = "cloud-provider";
+    if (!h_->Get(kube::resources::kServiceAccounts, ns_->name(), sa).ok()) {
+      ASSERT_TRUE(h_->Create(kube::resources::kServiceAccounts, ns_->name(),
+                             {{"apiVersion", "v1"},
+                              {"kind", "ServiceAccount"},
+                              {"metadata", {{"name", sa}, {"namespace", ns_->name()}}}})
+                      .ok());
+      ASSERT_TRUE(h_->Create(kube::resources::kRoleBindings, ns_->name(),
+                             {{"apiVersion", "rbac.authorization.k8s.io/v1"},
+                              {"kind", "RoleBinding"},
+                              {"metadata", {{"name", sa}, {"namespace", ns_->name()}}},
+                              {"roleRef",
+                               {{"apiGroup", "rbac.authorization.k8s.io"},
+                                {"kind", "ClusterRole"},
+                                {"name", "harvesterhci.io:cloudprovider"}}},
+                              {"subjects", Object::array({{{"kind", "ServiceAccount"},
+                                                           {"name", sa},
+                                                           {"namespace", ns_->name()}}})}})
+                      .ok());
+      ASSERT_TRUE(h_->Create(kube::resources::kSecrets, ns_->name(),
+                             {{"apiVersion", "v1"},
+                              {"kind", "Secret"},
+                              {"type", "kubernetes.io/service-account-token"},
+                              {"metadata",
+                               {{"name", sa + "-token"},
+                                {"namespace", ns_->name()},
+                                {"annotations", {{"kubernetes.io/service-account.name", sa}}}}}})
+                      .ok());
+    }
+    Object token;
+    ASSERT_TRUE(Eventually([&] {
+      auto got = h_->Get(kube::resources::kSecrets, ns_->name(), sa + "-token");
+      if (got.ok()) token = *got;
+      return got.ok() && !Str(token, "/data/token").empty();
+    }));
+    const std::string kubeconfig =
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: harvester\n  cluster:\n"
+        "    server: " +
+        h_->config().server + "\n    certificate-authority-data: " + Str(token, "/data/ca.crt") +
+        "\nusers:\n- name: cloud-provider\n  user:\n    token: " +
+        *kube::Base64Decode(Str(token, "/data/token")) +
+        "\ncontexts:\n- name: default\n  context:\n    cluster: harvester\n"
+        "    user: cloud-provider\n    namespace: " +
+        context_ns + "\ncurrent-context: default\n";
+    Object secret = {{"apiVersion", "v1"},
+                     {"kind", "Secret"},
+                     {"metadata", {{"name", "cloud-config"}, {"namespace", "kube-system"}}},
+                     {"data", {{"cloud-config", kube::Base64Encode(kubeconfig)}}}};
+    auto applied = w_->Apply(kube::resources::kSecrets, "kube-system", secret,
+                             {.field_manager = "sim-test", .force = true});
+    ASSERT_TRUE(applied.ok()) << applied.status().ToString();
+  }
+
+  // The Warning Events about workload Node `name` with `reason`.
+  bool HasNodeEvent(const std::string& name, const std::string& reason) {
+    auto events = w_->List(kube::resources::kEvents, "default");
+    if (!events.ok()) return false;
+    for (const auto& e : events->items) {
+      if (Str(e, "/involvedObject/name") == name && Str(e, "/reason") == reason &&
+          Str(e, "/type") == "Warning") {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  void TearDown() override {
+    w_->Delete(kube::resources::kSecrets, "kube-system", "cloud-config").IgnoreError();
+    SimTest::TearDown();
+  }
+
   std::string LeaseRenewTime(const std::string& node) {
     auto lease = w_->Get(kube::resources::kLeases, "kube-node-lease", node);
     return lease.ok() ? Str(*lease, "/spec/renewTime") : "";
@@ -227,6 +303,18 @@ TEST_F(SimRke2Test, ServerAndWorkerJoinWrongTokenDoesNot) {
                                       "server: " +
                                       join + "\ntoken: " + kToken + "\n"));
   CreateRke2Vm(bad, WorkerIgnition("server: " + join + "\ntoken: not-the-token\n"));
+
+  // The Harvester cloud provider looks the VM up by the Node's name in its
+  // kubeconfig's namespace: with the wrong one (where its token may read
+  // nothing), the Node keeps its taint and a Warning says why.
+  WriteCloudConfig("default");
+  ASSERT_TRUE(Eventually([&] { return HasNodeEvent(cp, "Forbidden"); }, seconds(30)));
+  auto tainted = w_->Get(kube::resources::kNodes, "", cp);
+  ASSERT_TRUE(tainted.ok());
+  EXPECT_TRUE(Str(*tainted, "/spec/providerID").empty());
+  EXPECT_NE(tainted->dump().find("node.cloudprovider.kubernetes.io/uninitialized"),
+            std::string::npos);
+  WriteCloudConfig(ns_->name());
 
   // The first server: RKE2's labels, version, address; initialised by the
   // Harvester cloud provider (cloud-provider-name: harvester).

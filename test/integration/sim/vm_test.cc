@@ -148,15 +148,30 @@ TEST_F(SimTest, WebhookRejectsWhatHarvesterRejects) {
   EXPECT_NE(created.status().message().find("memory.guest"), std::string::npos)
       << created.status().ToString();
 
-  // Unknown image.
-  vm = MakeVm(UniqueName("vm"), "");
+  // Unknown image: accepted, as by Harvester, which then makes no PVC for
+  // that disk; KubeVirt holds the VM (ErrorPvcNotFound), its VMI Pending.
+  const std::string no_image = UniqueName("vm");
+  vm = MakeVm(no_image, "");
   auto templates = Object::parse(
       vm["metadata"]["annotations"]["harvesterhci.io/volumeClaimTemplates"].get<std::string>());
   templates[0]["metadata"]["annotations"]["harvesterhci.io/imageId"] = "default/no-such-image";
   vm["metadata"]["annotations"]["harvesterhci.io/volumeClaimTemplates"] = templates.dump();
+  ASSERT_TRUE(h_->Create(kube::resources::kSecrets, ns_->name(), MakeCloudInit(no_image, "")).ok());
   created = h_->Create(gvr::kVirtualMachines, ns_->name(), vm);
-  ASSERT_FALSE(created.ok());
-  EXPECT_NE(created.status().message().find("no-such-image"), std::string::npos);
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  Object held;
+  EXPECT_TRUE(Eventually([&] {
+    auto got = Get(gvr::kVirtualMachines, no_image);
+    if (got.ok()) held = *got;
+    return got.ok() && Str(held, "/status/printableStatus") == "ErrorPvcNotFound";
+  })) << held.dump();
+  auto pending = Get(gvr::kVirtualMachineInstances, no_image);
+  ASSERT_TRUE(pending.ok());
+  EXPECT_EQ(Str(*pending, "/status/phase"), "Pending");
+  EXPECT_TRUE(Get(kube::resources::kPersistentVolumeClaims, no_image + "-disk-0-abc1d")
+                  .status()
+                  .IsNotFound());
+  ASSERT_TRUE(h_->Delete(gvr::kVirtualMachines, ns_->name(), no_image).ok());
 
   // Unknown network.
   vm = MakeVm(UniqueName("vm"), "");

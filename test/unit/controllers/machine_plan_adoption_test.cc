@@ -39,11 +39,11 @@ TEST(MachinePlanAdoptionTest, ARecordedVmNotInTheCacheIsLookedUpLive) {
   auto p = PlanMachine(o);
   ASSERT_TRUE(p.action);
   EXPECT_EQ(p.action->kind, ActionKind::kConfirmVmGone);
-  // Known absent: a VM is made again (and then reported as a mismatch).
+  // Known absent: deleted outside Cluster API; nothing is made again.
   o.vm_absence_confirmed = true;
   p = PlanMachine(o);
-  ASSERT_TRUE(p.action);
-  EXPECT_EQ(p.action->kind, ActionKind::kReadCreationInputs);
+  EXPECT_FALSE(p.action);
+  EXPECT_EQ(Reason(p, kVmProvisioningReady), "VMNotFound");
 }
 
 TEST(MachinePlanAdoptionTest, TheCloudInitSecretTheVmNamesIsRelabelledFirst) {

@@ -164,6 +164,59 @@ TEST(MachinePlanTest, BootstrapDataThatIsBrokenCloudConfigIsReported) {
   EXPECT_EQ(Reason(p, kVmProvisioningReady), "InvalidBootstrapData");
 }
 
+TEST(MachinePlanTest, BootstrapDataThatCannotBeMergedIsSaidOnceAndRemembered) {
+  auto o = Base(false);
+  auto in = Inputs();
+  in.bootstrap_data = "#!/bin/sh\necho hi\n";
+  in.bootstrap_format = "";
+  o.inputs = in;
+  auto p = PlanMachine(o);
+  ASSERT_TRUE(p.action);
+  ASSERT_EQ(p.action->kind, ActionKind::kApplyCloudInitSecret);
+  EXPECT_EQ(Reason(p, kBootstrapDataReady), "BootstrapDataNotMerged");
+  EXPECT_EQ(Cond(p, kBootstrapDataReady)->status, "True");
+  EXPECT_NE(Cond(p, kBootstrapDataReady)->message.find("shellscript"), std::string::npos);
+  ASSERT_EQ(p.events.size(), 1u);
+  EXPECT_TRUE(p.events[0].warning);
+  EXPECT_EQ(p.events[0].reason, "BootstrapDataNotMerged");
+  const Object& ann = p.action->body["metadata"]["annotations"];
+  const std::string why = ann[std::string(kAnnotationUserDataNotMerged)];
+  EXPECT_NE(why.find("shellscript"), std::string::npos);
+
+  // Reported once: the next reconciles (the VM runs, no inputs read) keep the
+  // reason from the Secret's annotation and emit nothing more.
+  o.hm.status.conditions = p.status.conditions;
+  o.inputs.reset();
+  o.cloud_init_secret = SecretView{true, "h", why};
+  o.vm = OurVm();
+  o.hm.spec.provider_id = "harvester://vm-uid";
+  o.vmi = VmiView{"Running", {}};
+  p = PlanMachine(o);
+  EXPECT_EQ(Reason(p, kBootstrapDataReady), "BootstrapDataNotMerged");
+  EXPECT_TRUE(p.events.empty());
+  EXPECT_EQ(Reason(p, kVmProvisioningReady), "WaitingForIPAddress");
+  EXPECT_NE(Cond(p, kVmProvisioningReady)->message.find("not merged"), std::string::npos);
+}
+
+TEST(MachinePlanTest, Rke2JinjaBootstrapDataIsMergedWithTheGuestAgentAndKey) {
+  auto o = Base(false);
+  auto in = Inputs();
+  in.bootstrap_data = "## template: jinja\n#cloud-config\nruncmd:\n- rke2 up\n";
+  o.inputs = in;
+  auto p = PlanMachine(o);
+  ASSERT_TRUE(p.action);
+  ASSERT_EQ(p.action->kind, ActionKind::kApplyCloudInitSecret);
+  EXPECT_EQ(Reason(p, kBootstrapDataReady), "BootstrapDataReady");
+  EXPECT_TRUE(p.events.empty());
+  EXPECT_FALSE(p.action->body["metadata"]["annotations"].contains(
+      std::string(kAnnotationUserDataNotMerged)));
+  auto user_data = kube::Base64Decode(p.action->body["data"]["userdata"].get<std::string>());
+  ASSERT_TRUE(user_data);
+  EXPECT_EQ(user_data->rfind("## template: jinja\n#cloud-config\n", 0), 0u) << *user_data;
+  EXPECT_NE(user_data->find("qemu-guest-agent"), std::string::npos) << *user_data;
+  EXPECT_NE(user_data->find("ssh-ed25519 AAAA test"), std::string::npos) << *user_data;
+}
+
 // --- addresses from pools --------------------------------------------------------------
 
 TEST(MachinePlanTest, PoolModeReservesTheFirstFreeAddressOfTheFirstPoolWithRoom) {
@@ -239,6 +292,35 @@ TEST(MachinePlanTest, AVmOfAnotherClusterIsRefusedWithAConditionAndAnEvent) {
   EXPECT_EQ(p.events[0].reason, "VMNameConflict");
 }
 
+// A VM deleted on Harvester is not made again: the machine fails, once,
+// for a MachineHealthCheck to replace it.
+TEST(MachinePlanTest, AVmDeletedOutsideClusterApiIsReportedNotRecreated) {
+  auto o = Base(false);
+  o.hm.spec.provider_id = "harvester://vm-uid";
+  o.inputs = Inputs();
+  auto p = PlanMachine(o);
+  ASSERT_TRUE(p.action);
+  EXPECT_EQ(p.action->kind, ActionKind::kConfirmVmGone);
+
+  o.vm_absence_confirmed = true;
+  p = PlanMachine(o);
+  EXPECT_FALSE(p.action) << "nothing may be created for a machine whose VM was deleted";
+  EXPECT_EQ(Reason(p, kVmProvisioningReady), "VMNotFound");
+  EXPECT_FALSE(p.status.ready.value_or(true));
+  EXPECT_EQ(p.status.failure_reason, "UpdateError");
+  EXPECT_NE(p.status.failure_message.find("deleted outside Cluster API"), std::string::npos);
+  EXPECT_TRUE(p.vm_lost);
+  ASSERT_EQ(p.events.size(), 1u);
+  EXPECT_EQ(p.events[0].reason, "VMNotFound");
+
+  // Said once.
+  o.hm.status = p.status;
+  p = PlanMachine(o);
+  EXPECT_FALSE(p.vm_lost);
+  EXPECT_TRUE(p.events.empty());
+  EXPECT_FALSE(p.action);
+}
+
 TEST(MachinePlanTest, AReplacedVmIsAProviderIdMismatch) {
   auto o = Base(false);
   o.vm = OurVm();
@@ -279,6 +361,27 @@ TEST(MachinePlanTest, TheVmIsReadyOnceItRunsWithAnAddressThenTheNodeIsAwaited) {
   o.node.reset();
   o.machine_has_node_ref = true;
   EXPECT_EQ(Reason(PlanMachine(o), kNodeRegistered), "NodeRegistered");
+}
+
+// KubeVirt holds a VM whose volumes are not there (a missing image, a
+// storage class that does not exist): the machine says so, with a warning.
+TEST(MachinePlanTest, AVmHeldForItsVolumesSaysWhy) {
+  auto o = Base(false);
+  o.vm = OurVm();
+  o.vm->printable_status = "WaitingForVolumeBinding";
+  o.vm->not_synchronized =
+      "PVC guests/m-0-disk-1 is not bound: storageclass.storage.k8s.io \"fast\" not found";
+  o.hm.spec.provider_id = "harvester://vm-uid";
+  o.vmi = VmiView{"Pending", {}};
+  auto p = PlanMachine(o);
+  EXPECT_EQ(Reason(p, kVmProvisioningReady), "VMVolumesNotReady");
+  EXPECT_NE(Cond(p, kVmProvisioningReady)->message.find("storageclass.storage.k8s.io \"fast\""),
+            std::string::npos);
+  ASSERT_EQ(p.events.size(), 1u);
+  EXPECT_FALSE(p.action);
+
+  o.vm->printable_status = "Starting";
+  EXPECT_EQ(Reason(PlanMachine(o), kVmProvisioningReady), "VMProvisioning");
 }
 
 TEST(MachinePlanTest, OnceTheControlPlaneIsInitializedClusterApiWatchesTheNodes) {

@@ -75,6 +75,7 @@ TEST(ControllerMetricsTest, EveryFamilyIsExposedWithItsType) {
       {"caphv_node_init_total", "counter"},
       {"caphv_node_init_errors_total", "counter"},
       {"caphv_node_init_duration_seconds", "histogram"},
+      {"caphv_machine_vm_lost_total", "counter"},
   };
   std::string text = SerializeAll();
   auto types = Types(text);
@@ -136,6 +137,8 @@ TEST(ControllerMetricsTest, HelpTextsAreTheGoProvidersOnes) {
       {"caphv_node_init_errors_total",
        "Total number of failed workload node initialization attempts."},
       {"caphv_node_init_duration_seconds", "Duration of workload node initialization in seconds."},
+      {"caphv_machine_vm_lost_total",
+       "Total number of HarvesterMachines whose VM was deleted outside Cluster API."},
   };
   // Both labelled gauges without series (announced) and with series.
   for (int round = 0; round < 2; ++round) {

@@ -29,13 +29,20 @@ TEST(ReconcileTest, MarkWarnsOnlyOnTransitionsAndKeepsTheTransitionTime) {
   EXPECT_EQ(again.Find("VMIPAllocated")->observed_generation, 2);
   EXPECT_EQ(again.Find("VMIPAllocated")->last_transition_time, first_time);
 
-  // Another reason is a transition; True never warns.
+  // Another reason is a transition; True warns only when flagged (a caveat).
   again.Mark("VMIPAllocated", false, "VMIPAllocationFailed", "409", true);
   EXPECT_EQ(again.warnings().size(), 1u);
-  again.Mark("VMIPAllocated", true, "VMIPAllocated", "10.0.0.5", true);
+  again.Mark("VMIPAllocated", true, "VMIPAllocated", "10.0.0.5");
   EXPECT_EQ(again.warnings().size(), 1u);
   EXPECT_TRUE(again.IsTrue("VMIPAllocated"));
   ASSERT_EQ(again.current().size(), 1u);
+
+  Conditions caveat({}, 1);
+  caveat.Mark("BootstrapDataReady", true, "BootstrapDataNotMerged", "a shell script", true);
+  ASSERT_EQ(caveat.warnings().size(), 1u);
+  Conditions caveat_again(caveat.current(), 1);
+  caveat_again.Mark("BootstrapDataReady", true, "BootstrapDataNotMerged", "a shell script", true);
+  EXPECT_TRUE(caveat_again.warnings().empty());
 }
 
 TEST(ReconcileTest, ReadyIsTheFirstConditionNotTrueInOrder) {

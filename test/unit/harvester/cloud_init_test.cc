@@ -65,11 +65,15 @@ TEST(CloudInitTest, OtherFormatsPassThroughUntouched) {
   for (std::string data :
        {std::string("#!/bin/sh\necho hi\n"), std::string("Content-Type: multipart/mixed\n\n--x--"),
         std::string("{\"ignition\":{\"version\":\"3.3.0\"}}"),
-        std::string("## template: jinja\n#cloud-config\nfqdn: {{ v1.local_hostname }}\n")}) {
+        std::string("## template: jinja\n#cloud-config\n{% if v1.region %}a: 1\n{% endif %}\n"),
+        std::string("## template: jinja\n#cloud-config\n{# note #}\na: 1\n"),
+        std::string("## template: jinja\n#!/bin/sh\necho {{ v1.local_hostname }}\n"),
+        std::string("## template: jinja\n#cloud-config\nfqdn: {{ v1.local_hostname\n")}) {
     auto out = MergeUserData(Inputs(data));
     ASSERT_TRUE(out.ok());
     EXPECT_FALSE(out->merged) << data;
     EXPECT_EQ(out->text, data);
+    EXPECT_FALSE(out->not_merged_because.empty()) << data;
   }
   // The bootstrap Secret's `format: ignition` wins over content sniffing.
   UserDataInputs in = Inputs("#cloud-config\n{}\n");
@@ -109,6 +113,53 @@ TEST(CloudInitTest, MergeKeepsBootstrapAndAddsOurs) {
   EXPECT_EQ(y["users"][0].as<std::string>(), "default");
   EXPECT_EQ(y["users"][1]["name"].as<std::string>(), "sles");
   EXPECT_EQ(y["users"][1]["ssh_authorized_keys"][0].as<std::string>(), kKey);
+}
+
+// What the RKE2 bootstrap provider writes: a Jinja header before the
+// cloud-config. It is merged like plain cloud-config and keeps its header; a
+// user's {{ ... }} expressions come back verbatim for cloud-init to render.
+TEST(CloudInitTest, JinjaHeadedCloudConfigIsMergedAndKeepsItsHeader) {
+  const std::string rke2 = std::string("## template: jinja\n") + kBootstrap +
+                           "bootcmd:\n- echo {{ ds.meta_data.local_hostname }} > /etc/name\n"
+                           "fqdn: {{ v1.local_hostname }}.example\n";
+  auto out = MergeUserData(Inputs(rke2));
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_TRUE(out->merged);
+  EXPECT_EQ(out->format, "jinja");
+  EXPECT_TRUE(out->not_merged_because.empty());
+  ASSERT_EQ(out->text.rfind("## template: jinja\n#cloud-config\n", 0), 0u) << out->text;
+  EXPECT_NE(out->text.find("echo {{ ds.meta_data.local_hostname }} > /etc/name"), std::string::npos)
+      << out->text;
+  EXPECT_NE(out->text.find("fqdn: {{ v1.local_hostname }}.example"), std::string::npos)
+      << out->text;
+  EXPECT_EQ(out->text.find("caphv-jinja"), std::string::npos) << out->text;
+
+  // Past the header (its expressions rendered, as cloud-init does first) it
+  // is the cloud-config of the plain merge, plus the two keys.
+  std::string rendered = out->text.substr(out->text.find('\n') + 1);
+  for (size_t at = rendered.find("{{"); at != std::string::npos; at = rendered.find("{{")) {
+    rendered.replace(at, rendered.find("}}", at) + 2 - at, "host1");
+  }
+  YAML::Node y = Load(rendered);
+  EXPECT_EQ(y["fqdn"].as<std::string>(), "host1.example");
+  ASSERT_EQ(y["packages"].size(), 2u);
+  EXPECT_EQ(y["packages"][1].as<std::string>(), "qemu-guest-agent");
+  EXPECT_EQ(y["runcmd"][0][3].as<std::string>(), "qemu-guest-agent.service");
+  EXPECT_EQ(y["ssh_authorized_keys"][1].as<std::string>(), kKey);
+  EXPECT_EQ(y["users"][1]["name"].as<std::string>(), "sles");
+
+  auto twice = MergeUserData(Inputs(out->text));
+  ASSERT_TRUE(twice.ok());
+  EXPECT_EQ(twice->text, out->text);
+}
+
+TEST(CloudInitTest, NotMergedSaysWhy) {
+  auto out = MergeUserData(Inputs("#!/bin/sh\necho hi\n"));
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(out->not_merged_because, "user data of format shellscript, which is not #cloud-config");
+  out = MergeUserData(Inputs("## template: jinja\n#cloud-config\n{% set a = 1 %}\n"));
+  ASSERT_TRUE(out.ok());
+  EXPECT_NE(out->not_merged_because.find("statements"), std::string::npos);
 }
 
 TEST(CloudInitTest, MergeIsIdempotent) {

@@ -39,8 +39,7 @@ TEST(IpamBuildTest, BuildsTheHarvesterShape) {
       "description": "VM addresses of demo",
       "ranges": [{"subnet": "192.168.100.0/24", "gateway": "192.168.100.1",
                   "rangeStart": "192.168.100.50", "rangeEnd": "192.168.100.99"}],
-      "selector": {"network": "default/vlan100",
-                   "scope": [{"project": "*", "namespace": "*", "guestCluster": "*"}]}
+      "selector": {"network": "default/vlan100"}
     }
   })");
   EXPECT_EQ(*pool, expected) << pool->dump(2);
@@ -97,7 +96,8 @@ TEST(IpamBuildTest, EmptyNetworkServesAnyNetwork) {
   auto built = BuildIpPool("p", spec, {}, "");
   ASSERT_TRUE(built.ok()) << built.status().ToString();
   EXPECT_FALSE((*built)["spec"]["selector"].contains("network"));
-  EXPECT_EQ((*built)["spec"]["selector"]["scope"].size(), 1u);
+  // Never a scope: {*,*,*} would make it Harvester's single global pool.
+  EXPECT_FALSE((*built)["spec"]["selector"].contains("scope"));
   auto parsed = ParseIpPool(*built);
   ASSERT_TRUE(parsed.ok());
   EXPECT_EQ(parsed->network, "");

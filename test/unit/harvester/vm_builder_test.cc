@@ -305,3 +305,39 @@ TEST(VmBuilderTest, QuantityFormatting) {
 
 }  // namespace
 }  // namespace caphv::harvester
+
+namespace caphv::harvester {
+namespace {
+
+// What KubeVirt shows of an RKE2 guest once its agent runs: the declared NIC
+// with its IPv4 and link-local IPv6, and the guest's other interfaces,
+// unnamed (agent_poller / netstat in KubeVirt).
+TEST(VmiAddressesTest, OnlyTheDeclaredInterfacesAndNoLinkLocal) {
+  const kube::Object vmi = kube::Object::parse(R"({
+    "spec": {"domain": {"devices": {"interfaces": [{"name": "nic-0", "bridge": {}}]}}},
+    "status": {"interfaces": [
+      {"name": "nic-0", "interfaceName": "enp1s0", "ipAddress": "10.9.0.7",
+       "ipAddresses": ["10.9.0.7", "fe80::5054:ff:fe12:3456", "FE80::1"],
+       "infoSource": "domain, guest-agent"},
+      {"interfaceName": "cni0", "ipAddress": "10.42.0.1", "ipAddresses": ["10.42.0.1"],
+       "infoSource": "guest-agent"},
+      {"interfaceName": "flannel.1", "ipAddress": "10.42.0.0", "infoSource": "guest-agent"},
+      {"name": "nic-9", "ipAddress": "192.168.5.5"},
+      {"name": "nic-0", "ipAddresses": ["169.254.3.4", "127.0.0.1", "::1", "10.9.0.8"]}
+    ]}
+  })");
+  EXPECT_EQ(VmiAddresses(vmi), (std::vector<std::string>{"10.9.0.7", "10.9.0.8"}));
+}
+
+TEST(VmiAddressesTest, NoAgentNoAddress) {
+  const kube::Object vmi = kube::Object::parse(R"({
+    "spec": {"domain": {"devices": {"interfaces": [{"name": "nic-0"}]}}},
+    "status": {"interfaces": [{"name": "nic-0", "mac": "52:54:00:12:34:56",
+                               "infoSource": "domain"}]}
+  })");
+  EXPECT_TRUE(VmiAddresses(vmi).empty());
+  EXPECT_TRUE(VmiAddresses(kube::Object::object()).empty());
+}
+
+}  // namespace
+}  // namespace caphv::harvester

@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <utility>
+#include <vector>
 
 #include "kube/base64.h"
 
@@ -75,6 +77,41 @@ TEST(KubeconfigTest, InsecureOnlyWhenTheKubeconfigSaysSo) {
       Kubeconfig("    insecure-skip-tls-verify: true\n", "    token: t\n"), "");
   ASSERT_TRUE(cfg.ok());
   EXPECT_TRUE(cfg->insecure_skip_tls_verify);
+}
+
+// A kubeconfig from a Secret could name the manager's own ServiceAccount
+// token as its tokenFile and a server of the tenant's: every file reference
+// and plugin is refused, naming the field, and nothing is read.
+TEST(KubeconfigTest, AnInlineKubeconfigNeverReadsFilesNorRunsPlugins) {
+  EXPECT_TRUE(LoadInlineKubeconfig(Kubeconfig("", "    token: t\n")).ok());
+  const std::string kTokenPath = "/var/run/secrets/kubernetes.io/serviceaccount/token";
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {Kubeconfig("    certificate-authority: /etc/ssl/certs/ca.pem\n", "    token: t\n"),
+       "certificate-authority"},
+      {Kubeconfig("", "    tokenFile: " + kTokenPath + "\n"), "tokenFile"},
+      {Kubeconfig("", "    client-certificate: /x.crt\n    client-key-data: eA==\n"),
+       "client-certificate"},
+      {Kubeconfig("", "    client-certificate-data: eA==\n    client-key: /x.key\n"), "client-key"},
+      {Kubeconfig("", "    exec:\n      command: /bin/sh\n"), "exec"},
+      {Kubeconfig("", "    auth-provider:\n      name: oidc\n"), "auth-provider"},
+  };
+  for (const auto& [kubeconfig, field] : refused) {
+    auto cfg = LoadInlineKubeconfig(kubeconfig);
+    ASSERT_FALSE(cfg.ok()) << field;
+    EXPECT_NE(cfg.status().message().find("`" + field + "`"), std::string::npos)
+        << cfg.status().message();
+  }
+}
+
+TEST(KubeconfigTest, SkipVerifyWithACaIsRefusedAsByClientGo) {
+  auto cfg = LoadKubeconfigString(
+      Kubeconfig("    insecure-skip-tls-verify: true\n    certificate-authority-data: " +
+                     Base64Encode("CA") + "\n",
+                 "    token: t\n"),
+      "");
+  ASSERT_FALSE(cfg.ok());
+  EXPECT_NE(cfg.status().message().find("with the insecure flag is not allowed"), std::string::npos)
+      << cfg.status().message();
 }
 
 TEST(KubeconfigTest, ClearErrors) {

@@ -79,6 +79,14 @@ TEST(Environment, TheVipIsAnnouncedThroughIngressExpose) {
   EXPECT_TRUE(SeedObjects(*none)->empty());
 }
 
+TEST(Environment, AnImageMayShipTheGuestAgent) {
+  auto env = ParseEnvironment("images:\n- {name: plain}\n- {name: with-agent, guestAgent: true}\n");
+  ASSERT_TRUE(env.ok()) << env.status().ToString();
+  ASSERT_EQ(env->images.size(), 2u);
+  EXPECT_FALSE(env->images[0].guest_agent);
+  EXPECT_TRUE(env->images[1].guest_agent);
+}
+
 TEST(Environment, RejectsIncompleteEntries) {
   EXPECT_FALSE(ParseEnvironment("images: [{displayName: x}]").ok());
   EXPECT_FALSE(ParseEnvironment("keypairs: [{name: k}]").ok());

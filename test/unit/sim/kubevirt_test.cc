@@ -59,9 +59,6 @@ const char kNetworkV1[] =
 
 AdmissionWorld World() {
   AdmissionWorld w;
-  w.image_exists = [](const std::string& ns, const std::string& n) {
-    return ns == "default" && n == "image-ubuntu";
-  };
   w.network_exists = [](const std::string& ns, const std::string& n) {
     return ns == "default" && n == "vlan100";
   };
@@ -109,6 +106,26 @@ TEST(ValidateVm, AcceptsAWellFormedVm) {
   EXPECT_TRUE(ValidateVm(Vm(), kNetworkV1, World()).empty());
 }
 
+TEST(WhyClaimCannotBind, TheClassMustExistAndBeTheImages) {
+  const std::set<std::string> classes = {"harvester-longhorn", "longhorn-image-ubuntu"};
+  EXPECT_EQ(WhyClaimCannotBind("", "harvester-longhorn", classes, ""), "");
+  EXPECT_EQ(WhyClaimCannotBind("fast", "harvester-longhorn", classes, ""),
+            "storageclass.storage.k8s.io \"fast\" not found");
+  EXPECT_EQ(WhyClaimCannotBind("longhorn-image-ubuntu", "", classes, "longhorn-image-ubuntu"), "");
+  EXPECT_NE(WhyClaimCannotBind("harvester-longhorn", "", classes, "longhorn-image-ubuntu"), "");
+  EXPECT_NE(WhyClaimCannotBind("", "", classes, ""), "");
+}
+
+TEST(BuildPendingVmi, SaysWhyInKubeVirtsWords) {
+  const VolumeWait w{"ErrorPvcNotFound", "FailedPvcNotFound", "PVC x does not exist"};
+  Object vmi = BuildPendingVmi(Vm(), w);
+  EXPECT_EQ(vmi["status"]["phase"], "Pending");
+  EXPECT_EQ(vmi["status"]["conditions"][0]["reason"], "FailedPvcNotFound");
+  Object status = BuildWaitingVmStatus(Vm(), w);
+  EXPECT_EQ(status["printableStatus"], "ErrorPvcNotFound");
+  EXPECT_EQ(status["ready"], false);
+}
+
 TEST(ValidateVm, RequiresGuestMemoryOrLimit) {
   Object vm = Vm();
   vm["spec"]["template"]["spec"]["domain"].erase("memory");
@@ -119,7 +136,9 @@ TEST(ValidateVm, RequiresGuestMemoryOrLimit) {
   EXPECT_NE(errors[0].find("memory.guest"), std::string::npos);
 }
 
-TEST(ValidateVm, RejectsUnknownImageAndNetwork) {
+// Harvester accepts a VM whose image is missing (its PVC is skipped and
+// the VM waits, ErrorPvcNotFound); a missing network is refused.
+TEST(ValidateVm, RejectsAnUnknownNetworkNotAnUnknownImage) {
   Object vm = Vm();
   vm["spec"]["template"]["spec"]["networks"][0]["multus"]["networkName"] = "default/nope";
   std::string t = vm["metadata"]["annotations"]["harvesterhci.io/volumeClaimTemplates"];
@@ -127,9 +146,8 @@ TEST(ValidateVm, RejectsUnknownImageAndNetwork) {
   templates[0]["metadata"]["annotations"]["harvesterhci.io/imageId"] = "default/missing";
   vm["metadata"]["annotations"]["harvesterhci.io/volumeClaimTemplates"] = templates.dump();
   auto errors = ValidateVm(vm, "", World());
-  ASSERT_EQ(errors.size(), 2u);
-  EXPECT_NE(errors[0].find("default/missing"), std::string::npos);
-  EXPECT_NE(errors[1].find("default/nope"), std::string::npos);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find("default/nope"), std::string::npos);
 }
 
 TEST(ValidateVm, RejectsInvalidTemplatesJson) {
@@ -188,7 +206,7 @@ TEST(Stage, FollowsDelaysStrategyAndFailure) {
 TEST(BuildVmi, RunningVmiHasInterfacesAndOwner) {
   Object vm = Vm();
   auto nics = PlanNics(vm, kNetworkV1);
-  Object vmi = BuildVmi(vm, Stage::kRunning, nics);
+  Object vmi = BuildVmi(vm, Stage::kRunning, nics, {.runs = true});
   EXPECT_EQ(vmi["metadata"]["name"], "vm1");
   EXPECT_EQ(vmi["metadata"]["ownerReferences"][0]["uid"], "1111-2222");
   EXPECT_EQ(vmi["metadata"]["ownerReferences"][0]["controller"], true);
@@ -199,22 +217,62 @@ TEST(BuildVmi, RunningVmiHasInterfacesAndOwner) {
   EXPECT_EQ(vmi["status"]["interfaces"][0]["mac"], nics[0].mac);
   EXPECT_EQ(vmi["status"]["conditions"][0]["status"], "True");
 
-  Object booting = BuildVmi(vm, Stage::kBooting, nics);
+  EXPECT_EQ(vmi["status"]["interfaces"][0]["ipAddresses"],
+            Object::array({"10.0.10.23", LinkLocalAddress(nics[0].mac)}));
+  EXPECT_EQ(vmi["status"]["interfaces"].size(), nics.size());
+
+  Object booting = BuildVmi(vm, Stage::kBooting, nics, {.runs = true});
   EXPECT_EQ(booting["status"]["phase"], "Running");
   EXPECT_FALSE(booting["status"]["interfaces"][0].contains("ipAddress"));
   EXPECT_EQ(booting["status"]["conditions"][0]["status"], "False");
 
-  Object failed = BuildVmi(vm, Stage::kFailed, nics);
+  Object failed = BuildVmi(vm, Stage::kFailed, nics, {.runs = true});
   EXPECT_EQ(failed["status"]["phase"], "Failed");
-  EXPECT_EQ(BuildVmi(vm, Stage::kScheduling, nics)["status"]["phase"], "Scheduling");
+  EXPECT_EQ(BuildVmi(vm, Stage::kScheduling, nics, {})["status"]["phase"], "Scheduling");
+}
+
+// KubeVirt learns a bridge NIC's address only from qemu-guest-agent.
+TEST(BuildVmi, WithoutTheGuestAgentNoAddressIsReported) {
+  Object vm = Vm();
+  auto nics = PlanNics(vm, kNetworkV1);
+  Object vmi = BuildVmi(vm, Stage::kRunning, nics, {});
+  EXPECT_EQ(vmi["status"]["phase"], "Running");
+  EXPECT_EQ(vmi["status"]["conditions"][0]["status"], "True");
+  EXPECT_EQ(vmi["status"]["conditions"].size(), 1u);  // no AgentConnected
+  ASSERT_EQ(vmi["status"]["interfaces"].size(), nics.size());
+  for (const auto& nic : vmi["status"]["interfaces"]) {
+    EXPECT_FALSE(nic.contains("ipAddress")) << nic.dump();
+    EXPECT_FALSE(nic.contains("ipAddresses")) << nic.dump();
+    EXPECT_EQ(nic["infoSource"].get<std::string>().find("guest-agent"), std::string::npos);
+  }
+  EXPECT_FALSE(vmi["status"].contains("guestOSInfo"));
+}
+
+// An RKE2 guest's agent also reports the CNI's interfaces, unnamed.
+TEST(BuildVmi, AnRke2GuestReportsItsPodNetworkInterfacesUnnamed) {
+  Object vm = Vm();
+  auto nics = PlanNics(vm, kNetworkV1);
+  Object vmi = BuildVmi(vm, Stage::kRunning, nics, {.runs = true, .pod_network = true});
+  const Object& ifs = vmi["status"]["interfaces"];
+  ASSERT_EQ(ifs.size(), nics.size() + 2);
+  EXPECT_EQ(ifs[nics.size()]["interfaceName"], "cni0");
+  EXPECT_FALSE(ifs[nics.size()].contains("name"));
+  EXPECT_EQ(ifs[nics.size()]["infoSource"], "guest-agent");
+  EXPECT_EQ(ifs[nics.size() + 1]["interfaceName"], "flannel.1");
+  EXPECT_EQ(ifs[nics.size()]["ipAddress"].get<std::string>().rfind("10.42.", 0), 0u);
+}
+
+TEST(LinkLocalAddress, Eui64OfTheMac) {
+  EXPECT_EQ(LinkLocalAddress("52:54:00:12:34:56"), "fe80::5054:ff:fe12:3456");
+  EXPECT_EQ(LinkLocalAddress("not a mac"), "");
 }
 
 TEST(BuildVmi, TopologyAnnotationsOnlyForTheNodeDriver) {
   Object vm = Vm();
   // No annotations at all: an empty map would not survive the apiserver.
-  EXPECT_FALSE(BuildVmi(vm, Stage::kRunning, {})["metadata"].contains("annotations"));
+  EXPECT_FALSE(BuildVmi(vm, Stage::kRunning, {}, {})["metadata"].contains("annotations"));
   vm["metadata"]["labels"]["harvesterhci.io/creator"] = "docker-machine-driver-harvester";
-  EXPECT_TRUE(BuildVmi(vm, Stage::kRunning, {})["metadata"]["annotations"].contains(
+  EXPECT_TRUE(BuildVmi(vm, Stage::kRunning, {}, {})["metadata"]["annotations"].contains(
       "topology.kubernetes.io/zone"));
 }
 

@@ -180,5 +180,58 @@ TEST(KubeVip, RequestedAddress) {
   EXPECT_EQ(ServiceIngressIp(Object::object()), "");
 }
 
+Object Lb(Object listeners) {
+  return {{"metadata", {{"name", "lb"}, {"namespace", "ns"}}},
+          {"spec",
+           {{"ipam", "pool"},
+            {"workloadType", "vm"},
+            {"listeners", std::move(listeners)},
+            {"healthCheck", {{"port", 6443}}}}}};
+}
+
+TEST(ValidateLb, BackendPortsPerProtocolAreUnique) {
+  Object ok = Lb(
+      Object::array({{{"name", "api"}, {"port", 6443}, {"protocol", "TCP"}, {"backendPort", 6443}},
+                     {{"name", "dns"}, {"port", 53}, {"protocol", "UDP"}, {"backendPort", 6443}}}));
+  EXPECT_TRUE(ValidateLb(ok, nullptr).empty());
+  Object dup = ok;
+  dup["spec"]["listeners"].push_back(
+      {{"name", "alt"}, {"port", 443}, {"protocol", "TCP"}, {"backendPort", 6443}});
+  auto errs = ValidateLb(dup, nullptr);
+  ASSERT_EQ(errs.size(), 1u);
+  EXPECT_EQ(errs[0],
+            "create loadbalancer ns/lb failed: listener alt has duplicate backend port TCP:6443 "
+            "with listener api");
+  dup = ok;
+  dup["spec"]["listeners"].push_back(
+      {{"name", "alt"}, {"port", 6443}, {"protocol", "TCP"}, {"backendPort", 7443}});
+  errs = ValidateLb(dup, nullptr);
+  ASSERT_EQ(errs.size(), 1u);
+  EXPECT_NE(errs[0].find("listener alt has duplicate port TCP:6443 with listener api"),
+            std::string::npos)
+      << errs[0];
+}
+
+TEST(ValidateLb, HealthCheckOnATcpBackendPortAndIpamImmutable) {
+  Object lb = Lb(Object::array(
+      {{{"name", "api"}, {"port", 6443}, {"protocol", "TCP"}, {"backendPort", 6443}}}));
+  lb["spec"]["healthCheck"]["port"] = 9345;
+  ASSERT_EQ(ValidateLb(lb, nullptr),
+            std::vector<std::string>{"create loadbalancer ns/lb failed with healthyCheck: "
+                                     "healthcheck port 9345 is not in listener backend port list"});
+  lb["spec"]["healthCheck"]["port"] = 6443;
+  Object changed = lb;
+  changed["spec"]["ipam"] = "dhcp";
+  auto errs = ValidateLb(changed, &lb);
+  ASSERT_EQ(errs.size(), 1u);
+  EXPECT_EQ(errs[0], "update loadbalancer ns/lb failed: can't change the IPAM from pool to dhcp");
+  changed["spec"]["ipam"] = "";  // "" is pool
+  EXPECT_TRUE(ValidateLb(changed, &lb).empty());
+  changed = lb;
+  changed["spec"]["workloadType"] = "cluster";
+  EXPECT_EQ(ValidateLb(changed, &lb).size(), 1u);
+  EXPECT_TRUE(ValidateLb(lb, &lb).empty());
+}
+
 }  // namespace
 }  // namespace caphv::sim

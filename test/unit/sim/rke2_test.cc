@@ -317,4 +317,31 @@ TEST(Rke2Node, LeaseMirrorPodsServingSecret) {
 }
 
 }  // namespace
+namespace {
+
+TEST(UserDataRunsGuestAgent, WhenItsUserDataInstallsIt) {
+  for (const char* yes : {
+           "#cloud-config\npackages: [qemu-guest-agent]\n",
+           "#cloud-config\npackages:\n- curl\n- [qemu-guest-agent, 1:8.2]\n",
+           "## template: jinja\n#cloud-config\nhostname: {{ v1.local_hostname }}\npackages: "
+           "[qemu-guest-agent]\n",
+           "#cloud-config\nruncmd:\n- apt-get -y install qemu-guest-agent\n",
+           "#cloud-config\nruncmd:\n- [zypper, --non-interactive, in, qemu-guest-agent]\n",
+           "#!/bin/bash\nyum install -y qemu-guest-agent && systemctl start qemu-guest-agent\n",
+       }) {
+    EXPECT_TRUE(UserDataRunsGuestAgent(yes, "vm1")) << yes;
+  }
+  for (const char* no : {
+           "#cloud-config\npackages: [curl]\n",
+           // Enabling alone needs an image that ships the agent.
+           "#cloud-config\nruncmd:\n- systemctl enable --now qemu-guest-agent.service\n",
+           "#!/bin/bash\necho qemu-guest-agent\n",
+           "",
+           "{\"ignition\": {\"version\": \"3.3.0\"}}",
+       }) {
+    EXPECT_FALSE(UserDataRunsGuestAgent(no, "vm1")) << no;
+  }
+}
+
+}  // namespace
 }  // namespace caphv::sim

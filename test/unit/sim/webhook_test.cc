@@ -12,7 +12,7 @@ namespace {
 
 using kube::Object;
 
-std::string Review(const std::string& op, const Object& obj, const Object& old = nullptr) {
+std::string Request(const std::string& op, const Object& obj, const Object& old = nullptr) {
   Object req = {{"uid", "u-1"}, {"operation", op}, {"namespace", "ns"}, {"object", obj}};
   if (!old.is_null()) req["oldObject"] = old;
   return Object(
@@ -33,7 +33,7 @@ VmValidator RejectSmall() {
 }
 
 TEST(ReviewVm, DeniesCreateWithMessages) {
-  auto out = Object::parse(ReviewVm(Review("CREATE", Vm("small")), RejectSmall()));
+  auto out = Object::parse(ReviewVm(Request("CREATE", Vm("small")), RejectSmall()));
   EXPECT_EQ(out["kind"], "AdmissionReview");
   EXPECT_EQ(out["response"]["uid"], "u-1");
   EXPECT_EQ(out["response"]["allowed"], false);
@@ -43,30 +43,68 @@ TEST(ReviewVm, DeniesCreateWithMessages) {
 
 TEST(ReviewVm, AllowsValidCreateAndMetadataOnlyUpdates) {
   EXPECT_EQ(
-      Object::parse(ReviewVm(Review("CREATE", Vm("big")), RejectSmall()))["response"]["allowed"],
+      Object::parse(ReviewVm(Request("CREATE", Vm("big")), RejectSmall()))["response"]["allowed"],
       true);
   // An update that leaves the spec alone (finalizers, labels) is not judged.
   Object old = Vm("small"), now = Vm("small");
   now["metadata"]["finalizers"] = {"x"};
   EXPECT_EQ(
-      Object::parse(ReviewVm(Review("UPDATE", now, old), RejectSmall()))["response"]["allowed"],
+      Object::parse(ReviewVm(Request("UPDATE", now, old), RejectSmall()))["response"]["allowed"],
       true);
   // A spec change is.
-  EXPECT_EQ(Object::parse(ReviewVm(Review("UPDATE", Vm("small"), Vm("big")),
+  EXPECT_EQ(Object::parse(ReviewVm(Request("UPDATE", Vm("small"), Vm("big")),
                                    RejectSmall()))["response"]["allowed"],
             false);
   EXPECT_EQ(Object::parse(ReviewVm("garbage", RejectSmall()))["response"]["allowed"], false);
 }
 
 TEST(WebhookConfiguration, PointsAtTheUrlWithTheCa) {
-  auto cfg = WebhookConfiguration("caphv-sim", "https://127.0.0.1:1234/x", "PEM", "");
+  auto cfg = WebhookConfiguration("caphv-sim", "https://127.0.0.1:1234", "PEM", "", true);
+  ASSERT_EQ(cfg["webhooks"].size(), 2u);
   const auto& w = cfg["webhooks"][0];
-  EXPECT_EQ(w["clientConfig"]["url"], "https://127.0.0.1:1234/x");
+  EXPECT_EQ(w["clientConfig"]["url"], std::string("https://127.0.0.1:1234") + kWebhookPath);
   EXPECT_EQ(w["clientConfig"]["caBundle"], "UEVN");
   EXPECT_EQ(w["rules"][0]["resources"][0], "virtualmachines");
   EXPECT_EQ(w["namespaceSelector"]["matchExpressions"][0]["operator"], "DoesNotExist");
-  auto scoped = WebhookConfiguration("n", "u", "PEM", "ns1");
+  const auto& lb = cfg["webhooks"][1];
+  EXPECT_EQ(lb["name"], kLbWebhookName);
+  ASSERT_EQ(lb["rules"].size(), 2u);
+  EXPECT_EQ(lb["rules"][0]["resources"][0], "loadbalancers");
+  EXPECT_EQ(lb["rules"][1]["resources"][0], "ippools");
+  EXPECT_EQ(lb["rules"][1]["operations"].size(), 3u);  // DELETE too
+  // A simulator of one namespace leaves the cluster-scoped pools to the main one.
+  auto scoped = WebhookConfiguration("n", "u", "PEM", "ns1", false);
+  ASSERT_EQ(scoped["webhooks"][1]["rules"].size(), 1u);
   EXPECT_EQ(scoped["webhooks"][0]["namespaceSelector"]["matchExpressions"][0]["values"][0], "ns1");
+}
+
+TEST(Review, DeleteJudgesTheOldObjectAndUpdateGetsBoth) {
+  Object pool = {{"metadata", {{"name", "p"}}}, {"status", {{"allocated", {{"10.0.0.5", "x"}}}}}};
+  std::string seen_op;
+  auto out = Object::parse(Review(
+      Request("DELETE", nullptr, pool),
+      [&](const std::string& op, const Object& o, const Object* old) {
+        seen_op = op;
+        EXPECT_EQ(old, nullptr);
+        EXPECT_EQ(o["metadata"]["name"], "p");
+        return std::vector<std::string>{"still allocated"};
+      },
+      kLoadBalancerRefusal));
+  EXPECT_EQ(seen_op, "DELETE");
+  EXPECT_EQ(out["response"]["allowed"], false);
+  EXPECT_EQ(out["response"]["status"]["code"], 500);
+  EXPECT_EQ(out["response"]["status"]["reason"], "InternalError");
+  EXPECT_EQ(out["response"]["status"]["message"], "Internal error occurred: still allocated");
+  out = Object::parse(Review(Request("UPDATE", Vm("a"), Vm("b")),
+                             [&](const std::string&, const Object& o, const Object* old) {
+                               EXPECT_EQ(o["spec"]["memory"], "a");
+                               EXPECT_NE(old, nullptr);
+                               if (old != nullptr) {
+                                 EXPECT_EQ((*old)["spec"]["memory"], "b");
+                               }
+                               return std::vector<std::string>{};
+                             }));
+  EXPECT_EQ(out["response"]["allowed"], true);
 }
 
 TEST(GenerateServingCert, SelfSignedWithIpSan) {

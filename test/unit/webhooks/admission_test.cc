@@ -292,5 +292,26 @@ TEST(AdmissionTest, HttpHandlerChecksMethodAndContentType) {
   EXPECT_EQ(Json::parse(resp.body)["response"]["allowed"], true) << resp.body;
 }
 
+// One unauthenticated request crashed the manager: an AdmissionReview of
+// about 200 KB whose metadata held an array nested 100,000 deep. It is
+// denied before it is decoded.
+TEST(AdmissionTest, AReviewNestedTooDeepIsDeniedNotDecoded) {
+  const auto& hook = ValidatingWebhooks()[1];
+  std::string deep;
+  for (int i = 0; i < 100000; ++i) deep += '[';
+  for (int i = 0; i < 100000; ++i) deep += ']';
+  const std::string body = R"({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+      "request": {"uid": "u", "operation": "CREATE", "object": {"metadata": {"x": )" +
+                           deep + "}}}}";
+  auto resp = HandleAdmission(Http("POST", "application/json", body), hook);
+  EXPECT_EQ(resp.status, 200);
+  const Json out = Json::parse(resp.body);
+  EXPECT_EQ(out["response"]["allowed"], false);
+  EXPECT_EQ(out["response"]["status"]["code"], 400);
+  EXPECT_NE(out["response"]["status"]["message"].get<std::string>().find("nests deeper than"),
+            std::string::npos)
+      << resp.body;
+}
+
 }  // namespace
 }  // namespace caphv::webhooks

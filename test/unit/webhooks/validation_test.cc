@@ -313,7 +313,10 @@ TEST(ClusterTest, WhatTheGoProviderWritesBackIsAccepted) {
   auto& vm = *c.spec.vm_network_config;
   vm.gateway = "10.0.0.1";
   vm.subnet_mask = "255.255.255.0";
+  c.spec.load_balancer_config.ip_pool->range_end = "10.0.0.9";
   vm.ip_pool = c.spec.load_balancer_config.ip_pool;
+  vm.ip_pool->range_start = "10.0.0.10";
+  vm.ip_pool->range_end.clear();
   vm.ip_pool_ref = "default-c1-vm-ippool";
   EXPECT_EQ(ToAggregateString(ValidateHarvesterCluster(c)), "[]");
   vm.ip_pool.reset();
@@ -339,6 +342,78 @@ TEST(ClusterUpdateTest, PoolChangesAreAllowed) {
   auto errs = ValidateHarvesterClusterUpdate(old_c, new_c);
   ASSERT_EQ(errs.size(), 1u);
   EXPECT_EQ(errs[0].field, "spec.identitySecret.namespace");
+}
+
+api::HarvesterCluster PoolCluster() {
+  api::HarvesterCluster c;
+  c.spec.target_namespace = "default";
+  c.spec.identity_secret = {"default", "hv"};
+  c.spec.load_balancer_config.ipam_type = "pool";
+  c.spec.load_balancer_config.ip_pool = api::IPPoolSpec{};
+  c.spec.load_balancer_config.ip_pool->vm_network = "default/production";
+  c.spec.load_balancer_config.ip_pool->subnet = "10.0.0.0/24";
+  c.spec.load_balancer_config.ip_pool->gateway = "10.0.0.1";
+  return c;
+}
+
+// Harvester's IPPool webhook takes a network only as <namespace>/<name>.
+TEST(ClusterTest, InlineLbAndVmPoolsMayNotOverlap) {
+  auto c = PoolCluster();
+  c.spec.load_balancer_config.ip_pool->range_start = "10.0.0.10";
+  c.spec.load_balancer_config.ip_pool->range_end = "10.0.0.19";
+  c.spec.vm_network_config = api::VMNetworkConfig{};
+  auto& vm = *c.spec.vm_network_config;
+  vm.gateway = "10.0.0.1";
+  vm.subnet_mask = "255.255.255.0";
+  vm.ip_pool = *c.spec.load_balancer_config.ip_pool;
+  vm.ip_pool->range_start = "10.0.0.20";
+  vm.ip_pool->range_end = "10.0.0.99";
+  EXPECT_EQ(ToAggregateString(ValidateHarvesterCluster(c)), "[]");
+  vm.ip_pool->range_start = "10.0.0.19";
+  auto errs = ValidateHarvesterCluster(c);
+  ASSERT_EQ(errs.size(), 1u) << ToAggregateString(errs);
+  EXPECT_EQ(errs[0].field, "spec.vmNetworkConfig.ipPool");
+  // Without bounds a pool spans its whole subnet.
+  vm.ip_pool->range_start.clear();
+  vm.ip_pool->range_end.clear();
+  EXPECT_EQ(ValidateHarvesterCluster(c).size(), 1u);
+}
+
+TEST(ClusterTest, AnInlinePoolNetworkNeedsItsNamespace) {
+  auto c = PoolCluster();
+  ASSERT_EQ(ToAggregateString(ValidateHarvesterCluster(c)), "[]");
+  c.spec.load_balancer_config.ip_pool->vm_network = "production";
+  auto errs = ValidateHarvesterCluster(c);
+  ASSERT_EQ(errs.size(), 1u) << ToAggregateString(errs);
+  EXPECT_EQ(errs[0].field, "spec.loadBalancerConfig.ipPool.vmNetwork");
+  EXPECT_NE(errs[0].detail.find("<namespace>/<name>"), std::string::npos) << errs[0].detail;
+}
+
+// Harvester's load balancer webhook refuses a second listener on a
+// protocol's backend port, the api-server listener's TCP 6443 included.
+TEST(ClusterTest, DuplicateBackendPortsAreRefused) {
+  auto c = PoolCluster();
+  c.spec.load_balancer_config.listeners = {{"https", 443, "TCP", 30443}, {"dns", 53, "UDP", 30443}};
+  ASSERT_EQ(ToAggregateString(ValidateHarvesterCluster(c)), "[]");
+  c.spec.load_balancer_config.listeners.push_back({"alt", 8443, "TCP", 30443});
+  auto errs = ValidateHarvesterCluster(c);
+  ASSERT_EQ(errs.size(), 1u) << ToAggregateString(errs);
+  EXPECT_EQ(errs[0].field, "spec.loadBalancerConfig.listeners[2].backendPort");
+  c.spec.load_balancer_config.listeners = {{"apiserver2", 443, "TCP", 6443}};
+  errs = ValidateHarvesterCluster(c);
+  ASSERT_EQ(errs.size(), 1u) << ToAggregateString(errs);
+  EXPECT_EQ(errs[0].field, "spec.loadBalancerConfig.listeners[0].backendPort");
+  EXPECT_NE(errs[0].detail.find("api-server"), std::string::npos) << errs[0].detail;
+}
+
+TEST(ClusterUpdateTest, TheIpamTypeIsImmutable) {
+  auto old_c = PoolCluster();
+  auto new_c = old_c;
+  new_c.spec.load_balancer_config.ipam_type = "dhcp";
+  auto errs = ValidateHarvesterClusterUpdate(old_c, new_c);
+  ASSERT_EQ(errs.size(), 1u) << ToAggregateString(errs);
+  EXPECT_EQ(errs[0].field, "spec.loadBalancerConfig.ipamType");
+  EXPECT_NE(errs[0].detail.find("immutable"), std::string::npos);
 }
 
 TEST(ValidateAdmissionTest, DecodeErrorsBecomeFieldErrors) {

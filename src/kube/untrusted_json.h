@@ -1,0 +1,30 @@
+// File: kube/untrusted_json.h
+//
+// Decoding JSON that arrives from outside (an AdmissionReview, an
+// apiserver's answer) with a bound on its nesting. Kubernetes objects nest a
+// few dozen levels; copying and walking a JSON value recurses once per
+// level, so a document nested 100,000 deep would overflow the stack.
+//
+// Thread safety: pure functions.
+
+#pragma once
+
+#include <string_view>
+
+#include "kube/object.h"
+
+namespace caphv::kube {
+
+// The deepest nesting of arrays and objects a document from outside may have.
+inline constexpr int kMaxJsonDepth = 512;
+
+// True when `text` nests arrays and objects deeper than `max_depth` (a
+// linear scan that skips strings; it does not check the JSON otherwise).
+bool JsonNestsDeeperThan(std::string_view text, int max_depth);
+
+// Parses a JSON document from outside: a discarded value (is_discarded())
+// when it is not JSON or nests deeper than kMaxJsonDepth; `*too_deep` (if
+// given) says which.
+Object ParseUntrustedJson(std::string_view text, bool* too_deep = nullptr);
+
+}  // namespace caphv::kube
