@@ -29,6 +29,10 @@
 
 namespace caphv::sim {
 
+// The load balancer controller's finalizer (wrangler's OnRemove handler of
+// load-balancer-harvester): the address is released before the LB goes.
+inline constexpr char kLbFinalizer[] = "wrangler.cattle.io/harvester-lb-controller";
+
 std::string LbOwner(const kube::Object& lb);
 bool LbUsesPool(const kube::Object& lb);  // spec.ipam == "pool"
 

@@ -8,6 +8,7 @@
 #include "sim/ipam.h"
 #include "sim/loadbalancer.h"
 #include "sim/object_util.h"
+#include "sim/vm_mutator.h"
 
 namespace caphv::sim {
 
@@ -524,6 +525,14 @@ std::vector<std::string> Simulator::Admit(const Object& vm) {
   }
   auto data = NetworkData(vm);
   return ValidateVm(vm, data.ok() ? *data : "", world);
+}
+
+Object Simulator::MutateVm(const Object& vm) {
+  return MutateVmPatch(vm, [this](const std::string& ns, const std::string& name) {
+    auto nad = nads_->store().Get(ns, name);
+    return nad ? StrAt(*nad, {"metadata", "labels", "network.harvesterhci.io/clusternetwork"})
+               : std::string();
+  });
 }
 
 std::vector<std::string> Simulator::AdmitLb(const Object& lb, const Object* old_lb) {

@@ -88,6 +88,9 @@ class Simulator {
   // The webhook's decision for a VirtualMachine: rejection messages (empty =
   // allowed).
   std::vector<std::string> Admit(const kube::Object& vm);
+  // Harvester's VM mutator on CREATE: the JSON patch (sim/vm_mutator.h),
+  // cluster networks from the NADs' network.harvesterhci.io/clusternetwork.
+  kube::Object MutateVm(const kube::Object& vm);
   // The decisions of Harvester's LoadBalancer and IPPool webhooks
   // (ValidateLb, ValidateIpPool) against the caches.
   std::vector<std::string> AdmitLb(const kube::Object& lb, const kube::Object* old_lb);

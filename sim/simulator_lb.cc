@@ -91,13 +91,36 @@ Result Simulator::ReconcileLb(const Request& req) {
   auto cached = lbs_->store().Get(req.ns, req.name);
   if (!cached || Deleting(*cached)) {
     if (!InScopeNs(req.ns)) return Result::Done();
+    // The controller's finalizer: the address goes back to its pool before
+    // the LoadBalancer does (load-balancer-harvester's OnRemove).
     if (Status s = ReleasePoolAddresses(owner); !s.ok()) return Result::Error(s);
-    std::lock_guard lock(mu_);
-    lb_leases_.erase(owner);
+    {
+      std::lock_guard lock(mu_);
+      lb_leases_.erase(owner);
+    }
+    if (cached) {
+      auto fins = Finalizers(*cached);
+      if (std::erase(fins, std::string(kLbFinalizer)) > 0) {
+        auto p = h_->Patch(
+            gvr::kLoadBalancers, req.ns, req.name, kube::PatchType::kMerge,
+            {{"metadata",
+              {{"finalizers", fins}, {"resourceVersion", kube::ResourceVersionOf(*cached)}}}});
+        if (!p.ok() && !p.status().IsNotFound()) return Result::Error(p.status());
+      }
+    }
     return Result::Done();
   }
   const Object& lb = *cached;
   if (!InScope(lb)) return Result::Done();
+  if (auto fins = Finalizers(lb); std::find(fins.begin(), fins.end(), kLbFinalizer) == fins.end()) {
+    fins.push_back(kLbFinalizer);
+    if (Status s = Fault("add LB finalizer"); !s.ok()) return Result::Error(s);
+    auto p = h_->Patch(
+        gvr::kLoadBalancers, req.ns, req.name, kube::PatchType::kMerge,
+        {{"metadata", {{"finalizers", fins}, {"resourceVersion", kube::ResourceVersionOf(lb)}}}});
+    if (!p.ok()) return Result::Error(p.status());
+    return Result::Done();  // the update event brings us back
+  }
   const auto backends = BackendServers(lb, Values(vmis_->store().List(req.ns)));
   const bool vm = LbServesVms(lb);
   Object status;

@@ -152,17 +152,73 @@ std::string ReviewVm(const std::string& body, const VmValidator& validate) {
       });
 }
 
+namespace {
+
+Object NamespaceSelector(const std::string& ns) {
+  if (!ns.empty()) {
+    return {{"matchExpressions", Object::array({{{"key", "kubernetes.io/metadata.name"},
+                                                 {"operator", "In"},
+                                                 {"values", {ns}}}})}};
+  }
+  return {{"matchExpressions",
+           Object::array({{{"key", kDedicatedLabel}, {"operator", "DoesNotExist"}}})}};
+}
+
+}  // namespace
+
+std::string ReviewVmMutation(const std::string& body,
+                             const std::function<Object(const Object& vm)>& mutate) {
+  Object review = Object::parse(body, nullptr, false);
+  Object response = {{"uid", ""}, {"allowed", true}};
+  if (review.is_object() && review.contains("request") && review["request"].is_object()) {
+    const Object& req = review["request"];
+    response["uid"] = req.value("uid", "");
+    Object vm = req.value("object", Object::object());
+    if (req.value("operation", "") == "CREATE" && vm.is_object()) {
+      if (!vm.contains("metadata") || !vm["metadata"].is_object()) {
+        vm["metadata"] = Object::object();
+      }
+      if (!vm["metadata"].contains("namespace")) {
+        vm["metadata"]["namespace"] = req.value("namespace", "");
+      }
+      const Object patch = mutate(vm);
+      if (patch.is_array() && !patch.empty()) {
+        response["patchType"] = "JSONPatch";
+        response["patch"] = kube::Base64Encode(patch.dump());
+      }
+    }
+  }
+  return Object({{"apiVersion", "admission.k8s.io/v1"},
+                 {"kind", "AdmissionReview"},
+                 {"response", response}})
+      .dump();
+}
+
+Object MutatingWebhookConfiguration(const std::string& name, const std::string& base_url,
+                                    const std::string& ca_pem, const std::string& ns) {
+  return {{"apiVersion", "admissionregistration.k8s.io/v1"},
+          {"kind", "MutatingWebhookConfiguration"},
+          {"metadata", {{"name", name}, {"labels", {{"app.kubernetes.io/name", "caphv-sim"}}}}},
+          {"webhooks", Object::array({{{"name", "mutator.harvesterhci.io"},
+                                       {"clientConfig",
+                                        {{"url", base_url + kMutateVmPath},
+                                         {"caBundle", kube::Base64Encode(ca_pem)}}},
+                                       {"rules", Object::array({{{"apiGroups", {"kubevirt.io"}},
+                                                                 {"apiVersions", {"v1"}},
+                                                                 {"operations", {"CREATE"}},
+                                                                 {"resources", {"virtualmachines"}},
+                                                                 {"scope", "Namespaced"}}})},
+                                       {"namespaceSelector", NamespaceSelector(ns)},
+                                       {"failurePolicy", "Fail"},
+                                       {"sideEffects", "None"},
+                                       {"reinvocationPolicy", "Never"},
+                                       {"admissionReviewVersions", {"v1"}},
+                                       {"timeoutSeconds", 10}}})}};
+}
+
 Object WebhookConfiguration(const std::string& name, const std::string& base_url,
                             const std::string& ca_pem, const std::string& ns, bool ip_pools) {
-  Object selector;
-  if (!ns.empty()) {
-    selector = {{"matchExpressions", Object::array({{{"key", "kubernetes.io/metadata.name"},
-                                                     {"operator", "In"},
-                                                     {"values", {ns}}}})}};
-  } else {
-    selector = {{"matchExpressions",
-                 Object::array({{{"key", kDedicatedLabel}, {"operator", "DoesNotExist"}}})}};
-  }
+  const Object selector = NamespaceSelector(ns);
   auto rule = [](const char* group, const char* version, const char* resource, Object operations,
                  const char* scope) {
     return Object{{"apiGroups", {group}},

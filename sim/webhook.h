@@ -19,6 +19,8 @@
 namespace caphv::sim {
 
 inline constexpr char kWebhookPath[] = "/validate-kubevirt-io-v1-virtualmachine";
+// Harvester's VM mutator (sim/vm_mutator.h).
+inline constexpr char kMutateVmPath[] = "/mutate-kubevirt-io-v1-virtualmachine";
 // The load balancer's validator: LoadBalancers and IPPools, one webhook as
 // in load-balancer-harvester (named as Harvester names it).
 inline constexpr char kLbWebhookPath[] = "/validate-loadbalancer-harvesterhci-io";
@@ -62,6 +64,16 @@ using VmValidator = std::function<std::vector<std::string>(const kube::Object& v
 // spec or the volumeClaimTemplates changed (so the controllers' own metadata
 // writes always pass); everything else is allowed.
 std::string ReviewVm(const std::string& body, const VmValidator& validate);
+
+// Answers one AdmissionReview for the VM mutator: on CREATE the JSON patch
+// `mutate` returns for the VM (patchType JSONPatch, base64), nothing else.
+std::string ReviewVmMutation(const std::string& body,
+                             const std::function<kube::Object(const kube::Object& vm)>& mutate);
+
+// The MutatingWebhookConfiguration `name` (VirtualMachines, CREATE) for the
+// webhook server at `base_url`, covering namespaces as WebhookConfiguration.
+kube::Object MutatingWebhookConfiguration(const std::string& name, const std::string& base_url,
+                                          const std::string& ca_pem, const std::string& ns);
 
 // The ValidatingWebhookConfiguration `name` for the webhook server at
 // `base_url` ("https://127.0.0.1:port"), trusting `ca_pem`: VirtualMachines

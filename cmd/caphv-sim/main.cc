@@ -151,6 +151,13 @@ int Run(const RunFlags& f, std::stop_token stop) {
     resp.body = sim::ReviewVm(r.body, [&](const kube::Object& vm) { return simulator.Admit(vm); });
     return resp;
   });
+  webhook.Handle(sim::kMutateVmPath, [&simulator](const kube::HttpRequest& r) {
+    kube::HttpResponse resp;
+    resp.content_type = "application/json";
+    resp.body = sim::ReviewVmMutation(
+        r.body, [&](const kube::Object& vm) { return simulator.MutateVm(vm); });
+    return resp;
+  });
   webhook.Handle(sim::kLbWebhookPath, [&simulator](const kube::HttpRequest& r) {
     kube::HttpResponse resp;
     resp.content_type = "application/json";
@@ -189,6 +196,12 @@ int Run(const RunFlags& f, std::stop_token stop) {
     }
     if (st.stop_requested()) return;
     try {  // a thread top: nothing may escape
+      // The mutator first: once the validating configuration exists (what
+      // tests wait for), both answer.
+      auto mutating = sim::MutatingWebhookConfiguration(webhook_name, url, ca, f.ns);
+      auto m = h->Apply(kube::resources::kMutatingWebhookConfigurations, "", mutating,
+                        {.field_manager = "caphv-sim", .force = true});
+      if (!m.ok()) log.Error(m.status(), "Cannot register the mutating webhook");
       // IPPools are cluster-scoped: only the simulator of every namespace judges them.
       auto cfg = sim::WebhookConfiguration(webhook_name, url, ca, f.ns, f.ns.empty());
       auto applied = h->Apply(kube::resources::kValidatingWebhookConfigurations, "", cfg,
@@ -213,6 +226,7 @@ int Run(const RunFlags& f, std::stop_token stop) {
   registrar.join();
   probes.SetShuttingDown();
   h->Delete(kube::resources::kValidatingWebhookConfigurations, "", webhook_name).IgnoreError();
+  h->Delete(kube::resources::kMutatingWebhookConfigurations, "", webhook_name).IgnoreError();
   webhook.Shutdown(std::chrono::seconds(5)).IgnoreError();
   if (probes_server) probes_server->Shutdown(std::chrono::seconds(5)).IgnoreError();
   if (f.cert_dir.empty()) std::filesystem::remove_all(cert_dir);

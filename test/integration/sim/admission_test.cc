@@ -146,11 +146,11 @@ TEST_F(AdmissionTest, RangesMayNotOverlapNorStartAtTheNetworkAddress) {
   second["spec"]["ranges"][0]["rangeEnd"] = prefix + "30";
   const kube::Status overlap = RefusalOf(second);
   ASSERT_FALSE(overlap.ok());
-  EXPECT_NE(Refusal(overlap)
-                .find("can't create IP pool " + name + " because the ranges [{RangeStart:" +
-                      prefix + "15 RangeEnd:" + prefix + "30 Subnet:{IP:" + prefix +
-                      "0 Mask:ffffff00} Gateway:" + prefix + "1}] overlap with other pools"),
-            std::string::npos)
+  EXPECT_NE(
+      Refusal(overlap).find("can't create IP pool " + name + " because the ranges [{RangeStart:" +
+                            prefix + "15 RangeEnd:" + prefix + "30 Subnet:{IP:" + prefix +
+                            "0 Mask:ffffff00} Gateway:" + prefix + "1}] overlap with other pools"),
+      std::string::npos)
       << Refusal(overlap);
 
   second["spec"]["ranges"][0]["rangeStart"] = prefix + "0";
@@ -197,8 +197,8 @@ TEST_F(AdmissionTest, AllocatedAddressesStayInRangeAndHoldThePool) {
 // v1.6.0): a field KubeVirt does not know is pruned, as on a real Harvester,
 // where the hand-written subset kept it.
 TEST_F(AdmissionTest, AnUnknownVmFieldIsPrunedAsByKubeVirt) {
-  auto crd = h_->Get(kube::resources::kCustomResourceDefinitions, "",
-                     "virtualmachines.kubevirt.io");
+  auto crd =
+      h_->Get(kube::resources::kCustomResourceDefinitions, "", "virtualmachines.kubevirt.io");
   ASSERT_TRUE(crd.ok()) << crd.status().ToString();
   ASSERT_NE(crd->value("metadata", Object::object())
                 .value("annotations", Object::object())
@@ -218,6 +218,31 @@ TEST_F(AdmissionTest, AnUnknownVmFieldIsPrunedAsByKubeVirt) {
   EXPECT_FALSE(domain["cpu"].contains("alsoUnknown")) << domain.dump();
   EXPECT_TRUE(domain["cpu"].contains("cores")) << domain.dump();
   h_->Delete(gvr::kVirtualMachines, ns_->name(), name).IgnoreError();
+}
+
+// Harvester's VM mutator: the VM is stored as Harvester stores it, not as
+// the provider sent it (guest memory, requests, MACs, sockets, grace period,
+// the cluster network's node affinity).
+TEST_F(AdmissionTest, TheStoredVmIsTheOneHarvesterMutated) {
+  StartSim();
+  const std::string name = UniqueName("vm");
+  Object vm = MakeVm(name, "");
+  vm["spec"]["template"]["spec"]["domain"]["memory"]["guest"] = "3996Mi";
+  ASSERT_TRUE(h_->Create(kube::resources::kSecrets, ns_->name(), MakeCloudInit(name, "")).ok());
+  auto created = h_->Create(gvr::kVirtualMachines, ns_->name(), vm);
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  const Object& spec = (*created)["spec"]["template"]["spec"];
+  EXPECT_EQ(spec["domain"]["memory"]["guest"], "4Gi");
+  EXPECT_EQ(spec["domain"]["resources"]["requests"]["cpu"], "125m");
+  EXPECT_EQ(spec["domain"]["resources"]["requests"]["memory"], "2730Mi");
+  EXPECT_EQ(spec["domain"]["cpu"]["maxSockets"], 1);
+  EXPECT_EQ(spec["terminationGracePeriodSeconds"], 120);
+  EXPECT_EQ(spec["domain"]["devices"]["interfaces"][0]["macAddress"].get<std::string>().rfind(
+                "52:54:00:", 0),
+            0u);
+  EXPECT_EQ(spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+                ["nodeSelectorTerms"][0]["matchExpressions"][0]["key"],
+            "network.harvesterhci.io/mgmt");
 }
 
 Object Lb(const std::string& ns, const std::string& name, Object listeners) {

@@ -85,15 +85,17 @@ void SimTest::SetUp() {
 
 void SimTest::TearDown() {
   if (sim_ && sim_->running()) {
-    // Let the simulator finalise this test's VMs, so no guest Node outlives it.
-    auto vms = h_->List(gvr::kVirtualMachines, ns_->name());
-    if (vms.ok() && !vms->items.empty()) {
-      for (const auto& vm : vms->items) {
-        h_->Delete(gvr::kVirtualMachines, ns_->name(), kube::NameOf(vm)).IgnoreError();
+    // Let the simulator finalise this test's VMs (so no guest Node outlives
+    // it) and load balancers (their addresses go back to the pools).
+    for (const auto& gvr : {gvr::kVirtualMachines, gvr::kLoadBalancers}) {
+      auto objects = h_->List(gvr, ns_->name());
+      if (!objects.ok() || objects->items.empty()) continue;
+      for (const auto& o : objects->items) {
+        h_->Delete(gvr, ns_->name(), kube::NameOf(o)).IgnoreError();
       }
       Eventually(
           [&] {
-            auto left = h_->List(gvr::kVirtualMachines, ns_->name());
+            auto left = h_->List(gvr, ns_->name());
             return left.ok() && left->items.empty();
           },
           std::chrono::seconds(10));
