@@ -54,16 +54,21 @@ inline bool Covers(const Object& want, const Object& have) {
 
 inline Status IgnoreNotFound(Status s) { return s.IsNotFound() ? Status() : s; }
 
-// The string at `path` ({"metadata", "labels", "x"}), or "".
-inline std::string StrAt(const Object& o, std::initializer_list<const char*> path) {
+// The value at `path` ({"metadata", "labels", "x"}), or null.
+inline const Object* FindAt(const Object& o, std::initializer_list<const char*> path) {
   const Object* cur = &o;
   for (const char* k : path) {
-    if (!cur->is_object()) return "";
+    if (!cur->is_object()) return nullptr;
     auto it = cur->find(k);
-    if (it == cur->end()) return "";
+    if (it == cur->end()) return nullptr;
     cur = &*it;
   }
-  return cur->is_string() ? cur->get<std::string>() : "";
+  return cur;
+}
+// The string at `path`, or "".
+inline std::string StrAt(const Object& o, std::initializer_list<const char*> path) {
+  const Object* v = FindAt(o, path);
+  return v != nullptr && v->is_string() ? v->get<std::string>() : "";
 }
 inline std::string Ns(const Object& o) { return kube::NamespaceOf(o); }
 inline std::string Name(const Object& o) { return kube::NameOf(o); }

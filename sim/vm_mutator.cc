@@ -7,9 +7,12 @@
 
 #include "api/quantity.h"
 #include "sim/kubevirt.h"
+#include "sim/object_util.h"
 
 namespace caphv::sim {
 
+using internal::FindAt;
+using internal::StrAt;
 using kube::Object;
 
 namespace {
@@ -18,44 +21,29 @@ constexpr int64_t kCpuOvercommitPercent = 1600;
 constexpr int64_t kMemoryOvercommitPercent = 150;
 constexpr int64_t kMiB = int64_t{1} << 20;
 
-const Object* At(const Object& o, std::initializer_list<const char*> path) {
-  const Object* cur = &o;
-  for (const char* k : path) {
-    if (!cur->is_object()) return nullptr;
-    auto it = cur->find(k);
-    if (it == cur->end()) return nullptr;
-    cur = &*it;
-  }
-  return cur;
-}
-
-std::string StringAt(const Object& o, std::initializer_list<const char*> path) {
-  const Object* v = At(o, path);
-  return v != nullptr && v->is_string() ? v->get<std::string>() : "";
-}
-
 }  // namespace
 
 Object MutateVmPatch(const Object& vm, const ClusterNetworkOf& cluster_network_of) {
   Object ops = Object::array();
   const std::string base = "/spec/template/spec";
-  const Object* spec = At(vm, {"spec", "template", "spec"});
+  const Object* spec = FindAt(vm, {"spec", "template", "spec"});
   if (spec == nullptr || !spec->is_object()) return ops;
-  const std::string ns = StringAt(vm, {"metadata", "namespace"});
-  const std::string name = StringAt(vm, {"metadata", "name"});
-  const Object* domain = At(*spec, {"domain"});
+  const std::string ns = StrAt(vm, {"metadata", "namespace"});
+  const std::string name = StrAt(vm, {"metadata", "name"});
+  const Object* domain = FindAt(*spec, {"domain"});
   if (domain == nullptr || !domain->is_object()) return ops;
 
   // Requests and guest memory from the limits.
-  const std::string cpu_limit = StringAt(*domain, {"resources", "limits", "cpu"});
-  const Object* cpu_limit_value = At(*domain, {"resources", "limits", "cpu"});
+  const std::string cpu_limit = StrAt(*domain, {"resources", "limits", "cpu"});
+  const Object* cpu_limit_value = FindAt(*domain, {"resources", "limits", "cpu"});
   std::string cpu_text = cpu_limit;
   if (cpu_text.empty() && cpu_limit_value != nullptr && cpu_limit_value->is_number_integer()) {
     cpu_text = std::to_string(cpu_limit_value->get<int64_t>());
   }
-  const std::string mem_limit = StringAt(*domain, {"resources", "limits", "memory"});
+  const std::string mem_limit = StrAt(*domain, {"resources", "limits", "memory"});
   Object requests = Object::object();
-  if (const Object* r = At(*domain, {"resources", "requests"}); r != nullptr && r->is_object()) {
+  if (const Object* r = FindAt(*domain, {"resources", "requests"});
+      r != nullptr && r->is_object()) {
     requests = *r;
   }
   bool requests_changed = false;
@@ -68,9 +56,9 @@ Object MutateVmPatch(const Object& vm, const ClusterNetworkOf& cluster_network_o
     const int64_t bytes = *q->Value() * 100 / kMemoryOvercommitPercent;
     requests["memory"] = std::to_string(bytes / kMiB) + "Mi";
     requests_changed = true;
-    const std::string guest = StringAt(*domain, {"memory", "guest"});
+    const std::string guest = StrAt(*domain, {"memory", "guest"});
     if (guest != mem_limit) {
-      if (At(*domain, {"memory"}) == nullptr) {
+      if (FindAt(*domain, {"memory"}) == nullptr) {
         ops.push_back(
             {{"op", "add"}, {"path", base + "/domain/memory"}, {"value", {{"guest", mem_limit}}}});
       } else {
@@ -81,17 +69,17 @@ Object MutateVmPatch(const Object& vm, const ClusterNetworkOf& cluster_network_o
     }
   }
   if (requests_changed) {
-    if (At(*domain, {"resources"}) == nullptr) {
+    if (FindAt(*domain, {"resources"}) == nullptr) {
       ops.push_back({{"op", "add"},
                      {"path", base + "/domain/resources"},
                      {"value", {{"requests", requests}}}});
     } else {
-      ops.push_back({{"op", At(*domain, {"resources", "requests"}) ? "replace" : "add"},
+      ops.push_back({{"op", FindAt(*domain, {"resources", "requests"}) ? "replace" : "add"},
                      {"path", base + "/domain/resources/requests"},
                      {"value", requests}});
     }
   }
-  if (const Object* cpu = At(*domain, {"cpu"}); cpu != nullptr && cpu->is_object()) {
+  if (const Object* cpu = FindAt(*domain, {"cpu"}); cpu != nullptr && cpu->is_object()) {
     if (!cpu->contains("maxSockets")) {
       ops.push_back({{"op", "add"}, {"path", base + "/domain/cpu/maxSockets"}, {"value", 1}});
     }
@@ -102,11 +90,11 @@ Object MutateVmPatch(const Object& vm, const ClusterNetworkOf& cluster_network_o
   }
 
   // MACs on every interface without one.
-  if (const Object* ifaces = At(*domain, {"devices", "interfaces"});
+  if (const Object* ifaces = FindAt(*domain, {"devices", "interfaces"});
       ifaces != nullptr && ifaces->is_array()) {
     for (size_t i = 0; i < ifaces->size(); ++i) {
       const Object& iface = (*ifaces)[i];
-      if (!iface.is_object() || !StringAt(iface, {"macAddress"}).empty()) continue;
+      if (!iface.is_object() || !StrAt(iface, {"macAddress"}).empty()) continue;
       ops.push_back(
           {{"op", "add"},
            {"path", base + "/domain/devices/interfaces/" + std::to_string(i) + "/macAddress"},
@@ -116,9 +104,9 @@ Object MutateVmPatch(const Object& vm, const ClusterNetworkOf& cluster_network_o
 
   // Node affinity to the cluster networks of the VM's Multus networks.
   std::set<std::string> cluster_networks;
-  if (const Object* nets = At(*spec, {"networks"}); nets != nullptr && nets->is_array()) {
+  if (const Object* nets = FindAt(*spec, {"networks"}); nets != nullptr && nets->is_array()) {
     for (const auto& n : *nets) {
-      std::string nad = StringAt(n, {"multus", "networkName"});
+      std::string nad = StrAt(n, {"multus", "networkName"});
       if (nad.empty()) continue;
       const auto slash = nad.find('/');
       const std::string nad_ns = slash == std::string::npos ? ns : nad.substr(0, slash);
@@ -135,8 +123,8 @@ Object MutateVmPatch(const Object& vm, const ClusterNetworkOf& cluster_network_o
                              {"values", Object::array({"true"})}});
     }
     const Object* terms =
-        At(*spec, {"affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution",
-                   "nodeSelectorTerms"});
+        FindAt(*spec, {"affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution",
+                       "nodeSelectorTerms"});
     Object new_terms = Object::array();
     if (terms != nullptr && terms->is_array() && !terms->empty()) {
       // Every term (they are ORed) gets the expressions.
@@ -153,10 +141,10 @@ Object MutateVmPatch(const Object& vm, const ClusterNetworkOf& cluster_network_o
     }
     if (terms == nullptr || *terms != new_terms) {
       Object affinity =
-          At(*spec, {"affinity"}) != nullptr ? *At(*spec, {"affinity"}) : Object::object();
+          FindAt(*spec, {"affinity"}) != nullptr ? *FindAt(*spec, {"affinity"}) : Object::object();
       affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
               ["nodeSelectorTerms"] = new_terms;
-      ops.push_back({{"op", At(*spec, {"affinity"}) ? "replace" : "add"},
+      ops.push_back({{"op", FindAt(*spec, {"affinity"}) ? "replace" : "add"},
                      {"path", base + "/affinity"},
                      {"value", affinity}});
     }

@@ -132,6 +132,26 @@ std::string SourcePath(std::string_view relative) {
   return base + "/" + std::string(relative);
 }
 
+std::string UnusedPoolPrefix(kube::Client& harvester, const std::string& first_two_octets) {
+  const kube::GroupVersionResource pools{"loadbalancer.harvesterhci.io", "v1beta1", "ippools",
+                                         false};
+  std::set<std::string> used;
+  if (auto list = harvester.List(pools, ""); list.ok()) {
+    for (const auto& p : list->items) {
+      for (const auto& r : p["spec"].value("ranges", kube::Object::array())) {
+        const std::string subnet = r.value("subnet", "");
+        used.insert(subnet.substr(0, subnet.rfind('.') + 1));
+      }
+    }
+  }
+  static std::mt19937 rng{std::random_device{}()};
+  std::string prefix;
+  do {
+    prefix = first_two_octets + "." + std::to_string(1 + rng() % 250) + ".";
+  } while (used.count(prefix) != 0);
+  return prefix;
+}
+
 int FreePort() {
   // The kernel may hand the same ephemeral port out twice in a row once it is closed; a
   // fixture asking for several ports at once must get distinct ones.

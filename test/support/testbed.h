@@ -67,6 +67,11 @@ bool Eventually(const std::function<bool()>& condition,
 // A TCP port on 127.0.0.1 that was free a moment ago, never one this process got before.
 int FreePort();
 
+// "<first_two_octets>.<n>." (e.g. "172.21.7."): a /24 whose prefix no IPPool
+// range of `harvester` uses, n random in 1..250, so tests' pools never overlap
+// (Harvester refuses overlapping pools).
+std::string UnusedPoolPrefix(kube::Client& harvester, const std::string& first_two_octets);
+
 // Runs a shell command; returns its exit code and, if given, its stdout+stderr.
 int RunCommand(const std::string& command, std::string* output = nullptr);
 

@@ -11,8 +11,6 @@
 //    machine says what it waits for; bootstrap data CAPHV cannot merge (a
 //    shell script) is said once, with a Warning Event, before the same wait.
 
-#include <random>
-
 #include "e2e_fixture.h"
 #include "kube/base64.h"
 
@@ -24,23 +22,7 @@ const GroupVersionResource kStorageClasses{"storage.k8s.io", "v1", "storageclass
 class HarvesterFidelityTest : public E2ETest {
  protected:
   // A /24 of 172.21.x.0 no pool of the bed uses.
-  std::string FreePrefix() const {
-    std::set<std::string> used;
-    if (auto list = harvester_->List(kIPPools, ""); list.ok()) {
-      for (const auto& p : list->items) {
-        for (const auto& r : p["spec"].value("ranges", Object::array())) {
-          const std::string subnet = r.value("subnet", "");
-          used.insert(subnet.substr(0, subnet.rfind('.') + 1));
-        }
-      }
-    }
-    static std::mt19937 rng{std::random_device{}()};
-    std::string prefix;
-    do {
-      prefix = "172.21." + std::to_string(1 + rng() % 250) + ".";
-    } while (used.count(prefix) != 0);
-    return prefix;
-  }
+  std::string FreePrefix() const { return caphv::testing::UnusedPoolPrefix(*harvester_, "172.21"); }
 
   // The target namespace made before the cluster, labelled as given.
   void CreateTargetNamespace(const Object& labels) {

@@ -7,8 +7,6 @@
 
 #include <gtest/gtest.h>
 
-#include <random>
-
 #include "sim/env.h"
 #include "sim_fixture.h"
 
@@ -37,23 +35,7 @@ class AdmissionTest : public SimTest {
   }
 
   // A /24 of 172.30.x.0 that no pool of the bed uses: "172.30.x.".
-  std::string FreePrefix() const {
-    std::set<std::string> used;
-    if (auto list = h_->List(gvr::kIPPools, ""); list.ok()) {
-      for (const auto& p : list->items) {
-        for (const auto& r : p["spec"].value("ranges", Object::array())) {
-          const std::string subnet = r.value("subnet", "");
-          used.insert(subnet.substr(0, subnet.rfind('.') + 1));
-        }
-      }
-    }
-    static std::mt19937 rng{std::random_device{}()};
-    std::string prefix;
-    do {
-      prefix = "172.30." + std::to_string(1 + rng() % 250) + ".";
-    } while (used.count(prefix) != 0);
-    return prefix;
-  }
+  std::string FreePrefix() const { return caphv::testing::UnusedPoolPrefix(*h_, "172.30"); }
 
   Object PoolObject(const std::string& name, const std::string& prefix,
                     const std::string& network = "default/vlan100") const {

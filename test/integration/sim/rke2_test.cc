@@ -251,17 +251,9 @@ class SimRke2Test : public SimTest {
     ASSERT_TRUE(applied.ok()) << applied.status().ToString();
   }
 
-  // The Warning Events about workload Node `name` with `reason`.
+  // A Warning Event about workload Node `name` with `reason`.
   bool HasNodeEvent(const std::string& name, const std::string& reason) {
-    auto events = w_->List(kube::resources::kEvents, "default");
-    if (!events.ok()) return false;
-    for (const auto& e : events->items) {
-      if (Str(e, "/involvedObject/name") == name && Str(e, "/reason") == reason &&
-          Str(e, "/type") == "Warning") {
-        return true;
-      }
-    }
-    return false;
+    return HasWarning(*w_, "default", name, reason);
   }
 
   void TearDown() override {
@@ -274,9 +266,15 @@ class SimRke2Test : public SimTest {
     return lease.ok() ? Str(*lease, "/spec/renewTime") : "";
   }
 
-  // The Warning Events about VMI `name` with `reason`.
+  // A Warning Event about VMI `name` with `reason`.
   bool HasEvent(const std::string& name, const std::string& reason) {
-    auto events = h_->List(kube::resources::kEvents, ns_->name());
+    return HasWarning(*h_, ns_->name(), name, reason);
+  }
+
+  // A Warning Event of namespace `ns` about `name` with `reason`.
+  static bool HasWarning(kube::Client& client, const std::string& ns, const std::string& name,
+                         const std::string& reason) {
+    auto events = client.List(kube::resources::kEvents, ns);
     if (!events.ok()) return false;
     for (const auto& e : events->items) {
       if (Str(e, "/involvedObject/name") == name && Str(e, "/reason") == reason &&
