@@ -250,12 +250,11 @@ func createPool() {
 				"rangeEnd":   poolPrefix + "200",
 				"gateway":    poolPrefix + "1",
 			}},
+			// No scope: {*,*,*} would make it a second global pool, which
+			// Harvester (and the simulated one) refuses.
 			"selector": map[string]interface{}{
 				"priority": int64(4999),
 				"network":  "default/vlan100",
-				"scope": []interface{}{map[string]interface{}{
-					"project": "*", "namespace": "*", "guestCluster": "*",
-				}},
 			},
 		},
 	}}
