@@ -7,7 +7,7 @@ export CCACHE_DIR ?= $(CAPHV_CACHE_DIR)/ccache
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all setup build build-asan test test-unit test-integration demo format lint clean testbins release
+.PHONY: all setup build build-asan build-fuzz test test-unit test-integration demo format lint clean testbins release
 
 all: build
 
@@ -31,10 +31,17 @@ build-asan:
 	@cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCAPHV_SANITIZE=ON $(CMAKE_FLAGS) >/dev/null
 	@cmake --build build-asan -j $(JOBS)
 
+# The fuzz tree: clang, libFuzzer, ASan+UBSan; only the libraries and fuzz/.
+build-fuzz:
+	@cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++-16 -DCAPHV_FUZZ=ON $(CMAKE_FLAGS) >/dev/null
+	@cmake --build build-fuzz -j $(JOBS) --target fuzzers
+
 # Everything CI checks: formatting, layering, the regular build, then both
 # trees' unit + integration tests at the same time, each on its own test bed;
 # the ASan+UBSan tree is built while the regular tree's tests run
-# (hack/run-tests.sh --build-asan; CAPHV_TESTS_SERIAL=1: one after the other).
+# (hack/run-tests.sh --build-asan; CAPHV_TESTS_SERIAL=1: one after the other);
+# after the ASan tree's tests, the fuzz tree is built and each fuzz target runs
+# for 30 s from its committed corpus (fuzz/).
 test: setup
 	@hack/check-format.sh
 	@hack/check-layers.sh
@@ -57,4 +64,4 @@ lint: build
 	@git ls-files 'src/*.cc' 'cmd/*.cc' 'sim/*.cc' | xargs clang-tidy -p build --quiet
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-fuzz

@@ -10,6 +10,10 @@
 #   helm: helm                                      (helm.sh/helm/v3)
 #   etcd: etcd                                      (go.etcd.io/etcd/server/v3)
 #   capi: cluster-api (core manager), clusterctl    (sigs.k8s.io/cluster-api)
+#   capi114: cluster-api, clusterctl of Cluster API CAPI_114_VERSION (v1.14, contract v1beta2;
+#         the manager is the package .../core, its manifests core/config/{crd,webhook} in
+#         config/), linked from $CAPHV_CACHE_DIR/bin/capi-1.14/{cluster-api,clusterctl,config}.
+#         Not in the default families yet.
 #   caphv-go: caphv-go, the Go provider CAPHV replaces (cluster-api-provider-harvester),
 #         built from its release tarball in $CAPHV_THIRD_PARTY (default: ../shared/third_party
 #         next to the checkout) into $CAPHV_CACHE_DIR/bin/caphv-go-<version>-<tarball digest>/,
@@ -20,6 +24,10 @@
 #         $CAPHV_CACHE_DIR/bin/rke2-<version>-<tarball digest>/, with their kustomize trees in
 #         config/{bootstrap,controlplane}. Skipped, with one message, when the tarball is absent
 #         (the test bed's `up --with-rke2=if-built` then starts without them).
+#   rke2-025: the same for RKE2_025_VERSION (v0.25, built on Cluster API v1.13, contract
+#         v1beta2; with the replace of third_party/README.md), into rke2-<version>-<digest>/,
+#         linked from $CAPHV_CACHE_DIR/bin/capi-1.14/{rke2-bootstrap,rke2-controlplane,rke2-config}.
+#         Not in the default families yet.
 #   cert-manager: no binary; cert-manager's CRDs (deploy/crds/ of the module
 #         github.com/cert-manager/cert-manager, rendered as its static install renders them) in
 #         crds/, for the install test that applies the Go provider's Issuer and Certificate.
@@ -41,7 +49,8 @@
 #         simulator's embedded structural subsets.
 #
 # Go: the first Go >= 1.24 of hack/lib/toolchain.sh (PATH, /usr/local/go, the toolchain
-# hack/setup.sh installs into $CAPHV_CACHE_DIR/go/).
+# hack/setup.sh installs into $CAPHV_CACHE_DIR/go/). capi114 needs Go >= 1.26, rke2-025
+# Go >= 1.25.10 (their modules' go lines; GOTOOLCHAIN=local).
 #
 # Prints nothing when everything is cached. Usage: build-testbins.sh [family...]
 set -euo pipefail
@@ -63,6 +72,7 @@ export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-mod=readonly
 KUBE_VERSION=v1.33.13
 ETCD_VERSION=v3.5.21
 CAPI_VERSION=v1.10.10
+CAPI_114_VERSION=v1.14.2
 CAPHV_GO_VERSION=v0.2.9
 CERT_MANAGER_VERSION=v1.18.2
 HELM_VERSION=v3.19.5
@@ -72,7 +82,7 @@ KUBEVIRT_VERSION=v1.6.0
 third_party=${CAPHV_THIRD_PARTY:-$root/../shared/third_party}
 caphv_go_tarball=$third_party/cluster-api-provider-harvester-$CAPHV_GO_VERSION.tar.gz
 RKE2_VERSION=v0.21.1
-rke2_tarball=$third_party/cluster-api-provider-rke2-$RKE2_VERSION.tar.gz
+RKE2_025_VERSION=v0.25.0
 
 # bin_dir FAMILY VERSION -> cache folder keyed by version and go.sum content.
 bin_dir() {
@@ -172,30 +182,40 @@ build_caphv_go() {
   ) 9>"$dir/.lock"
 }
 
-# rke2_dir -> cache folder keyed by version and the tarball's content.
-rke2_dir() {
-  echo "$cache/bin/rke2-$RKE2_VERSION-$(sha256sum "$rke2_tarball" | cut -c1-12)"
+# rke2_tarball VERSION -> the RKE2 providers' release tarball in $CAPHV_THIRD_PARTY.
+rke2_tarball() {
+  echo "$third_party/cluster-api-provider-rke2-$1.tar.gz"
 }
 
-# Unpacks the RKE2 providers' tarball and builds both managers (no replace needed; the
-# dependencies come from the module proxy). Next to the binaries: config/bootstrap and
+# rke2_dir VERSION -> cache folder keyed by version and the tarball's content.
+rke2_dir() {
+  echo "$cache/bin/rke2-$1-$(sha256sum "$(rke2_tarball "$1")" | cut -c1-12)"
+}
+
+# build_rke2 VERSION [MODULE=REPLACEMENT...]: unpacks the RKE2 providers' tarball, applies the
+# replaces (`go mod edit -replace`; v0.21.1 needs none), and builds both managers, their
+# dependencies from the module proxy. Next to the binaries: config/bootstrap and
 # config/controlplane, the projects' kustomize trees (CRDs, RBAC, webhooks).
 build_rke2() {
-  local dir start src top="cluster-api-provider-rke2-$RKE2_VERSION"
-  dir=$(rke2_dir)
+  local version=$1 dir start src r tarball
+  shift
+  tarball=$(rke2_tarball "$version")
+  dir=$(rke2_dir "$version")
   [ -x "$dir/rke2-bootstrap" ] && [ -x "$dir/rke2-controlplane" ] && [ -d "$dir/config" ] && return 0
+  require_go
   mkdir -p "$dir"
   (
     flock 9
     [ -x "$dir/rke2-bootstrap" ] && [ -x "$dir/rke2-controlplane" ] && [ -d "$dir/config" ] && exit 0
     start=$(date +%s)
-    echo "testbins: building the RKE2 providers $RKE2_VERSION (first time only; cached in $dir)" >&2
+    echo "testbins: building the RKE2 providers $version (first time only; cached in $dir)" >&2
     src=$dir/src
     rm -rf "$src" "$dir/config.tmp"
     mkdir -p "$src" "$dir/config.tmp"
-    tar -xzf "$rke2_tarball" -C "$src" --strip-components=1
+    tar -xzf "$tarball" -C "$src" --strip-components=1
     if ! (
       cd "$src"
+      for r in "$@"; do go mod edit -replace "$r"; done
       GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w" -o "$dir/rke2-bootstrap.tmp" ./bootstrap
       GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w" -o "$dir/rke2-controlplane.tmp" ./controlplane
     ) >"$dir/rke2.build.log" 2>&1; then
@@ -212,6 +232,23 @@ build_rke2() {
     rm -rf "$src"
     echo "testbins: built the RKE2 providers in $(( $(date +%s) - start ))s" >&2
   ) 9>"$dir/.lock"
+}
+
+# rke2_family FAMILY VERSION LINKS [MODULE=REPLACEMENT...]: build_rke2, then the stable links
+# LINKS/{rke2-bootstrap,rke2-controlplane,rke2-config}; one message when the tarball is absent.
+rke2_family() {
+  local family=$1 version=$2 links=$3 dir
+  shift 3
+  if [ ! -f "$(rke2_tarball "$version")" ]; then
+    echo "testbins: skipping $family: $(rke2_tarball "$version") not found (set CAPHV_THIRD_PARTY)" >&2
+    return 0
+  fi
+  build_rke2 "$version" "$@"
+  dir=$(rke2_dir "$version")
+  mkdir -p "$links"
+  ln -sfn "$dir/rke2-bootstrap" "$links/rke2-bootstrap"
+  ln -sfn "$dir/rke2-controlplane" "$links/rke2-controlplane"
+  ln -sfn "$dir/config" "$links/rke2-config"
 }
 
 # cert-manager's CRDs from its module's deploy/crds/, verified against the wrapper module's
@@ -385,6 +422,31 @@ for f in "${families[@]}"; do
         mv "$dir/config.tmp" "$dir/config"
       fi
       ;;
+    capi114)
+      # Since v1.14 the core manager is the package .../core and its manifests are core/config/.
+      ld="-s -w"
+      for k in gitVersion=$CAPI_114_VERSION gitMajor=1 gitMinor=14 gitTreeState=clean buildDate=1970-01-01T00:00:00Z; do
+        ld="$ld -X sigs.k8s.io/cluster-api/version.$k"
+      done
+      build capi114 "$CAPI_114_VERSION" "$ld" "" \
+        "cluster-api=sigs.k8s.io/cluster-api/core clusterctl=sigs.k8s.io/cluster-api/cmd/clusterctl"
+      dir=$(bin_dir capi114 "$CAPI_114_VERSION")
+      if [ ! -d "$dir/config" ]; then
+        require_go
+        src=$(cd "$root/tools/testbins/capi114" && go mod download -json "sigs.k8s.io/cluster-api@$CAPI_114_VERSION" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+        [ -n "$src" ] && [ -d "$src/core/config/crd" ] || {
+          echo "testbins: capi114: no core/config/crd in sigs.k8s.io/cluster-api $CAPI_114_VERSION" >&2
+          exit 1
+        }
+        rm -rf "$dir/config.tmp"
+        mkdir -p "$dir/config.tmp"
+        cp -r "$src/core/config/crd" "$src/core/config/webhook" "$dir/config.tmp/"
+        chmod -R u+w "$dir/config.tmp"
+        mv "$dir/config.tmp" "$dir/config"
+      fi
+      mkdir -p "$cache/bin/capi-1.14"
+      for b in cluster-api clusterctl config; do ln -sfn "$dir/$b" "$cache/bin/capi-1.14/$b"; done
+      ;;
     caphv-go)
       if [ ! -f "$caphv_go_tarball" ]; then
         echo "testbins: skipping caphv-go: $caphv_go_tarball not found (set CAPHV_THIRD_PARTY)" >&2
@@ -397,15 +459,13 @@ for f in "${families[@]}"; do
       ln -sfn "$(caphv_go_dir)/config" "$cache/bin/current/caphv-go-config"
       ;;
     rke2)
-      if [ ! -f "$rke2_tarball" ]; then
-        echo "testbins: skipping rke2: $rke2_tarball not found (set CAPHV_THIRD_PARTY)" >&2
-        continue
-      fi
-      build_rke2
-      mkdir -p "$cache/bin/current"
-      ln -sfn "$(rke2_dir)/rke2-bootstrap" "$cache/bin/current/rke2-bootstrap"
-      ln -sfn "$(rke2_dir)/rke2-controlplane" "$cache/bin/current/rke2-controlplane"
-      ln -sfn "$(rke2_dir)/config" "$cache/bin/current/rke2-config"
+      rke2_family rke2 "$RKE2_VERSION" "$cache/bin/current"
+      ;;
+    rke2-025)
+      # Its go.mod requires sigs.k8s.io/cluster-api/test v1.13.2, which the module proxy refuses;
+      # only its e2e tests import it (third_party/README.md).
+      rke2_family rke2-025 "$RKE2_025_VERSION" "$cache/bin/capi-1.14" \
+        sigs.k8s.io/cluster-api/test=sigs.k8s.io/cluster-api/test@v1.13.7
       ;;
     cert-manager)
       fetch_cert_manager_crds

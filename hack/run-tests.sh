@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the test suites of both build trees: build/ (every test) and
-# build-asan/ (ASan+UBSan; not the `nosan` ones). Each tree has its own test
+# build-asan/ (ASan+UBSan; not the `nosan` ones), and after the latter the
+# fuzz tree's targets (build-fuzz/, clang + libFuzzer, each for 30 s). Each tree has its own test
 # bed, so by default both run at the same time: the end-to-end scenarios
 # spend most of their time waiting on controllers, not on the CPU. Output
 # lines carry the tree's name; each tree's full log is in
@@ -41,19 +42,31 @@ asan_tree() {
   run_tree asan build-asan --timeout 1200 -j 1 -LE nosan
 }
 
+# The fuzz tree (clang, libFuzzer): built after the ASan tree's tests, then
+# every fuzz target for its bounded time (fuzz/CMakeLists.txt).
+fuzz_tree() {
+  local t0=$SECONDS
+  make --no-print-directory build-fuzz 2>&1 | sed -u "s/^/[fuzz-build] /"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || return 1
+  echo "[fuzz-build] built in $((SECONDS - t0)) s"
+  run_tree fuzz build-fuzz --timeout 300 -j 1 -L fuzz
+}
+
 start=$(date +%s)
 rc_regular=0 rc_asan=0
 if [ "${CAPHV_TESTS_SERIAL:-0}" = 1 ]; then
   run_tree regular build --timeout 1200 -j 1 || rc_regular=$?
   asan_tree || rc_asan=$?
+  fuzz_tree || rc_asan=$?
 else
   run_tree regular build --timeout 1200 -j 1 &
   regular=$!
-  asan_tree &
+  { rc=0; asan_tree || rc=$?; fuzz_tree || rc=1; exit "$rc"; } &
   asan=$!
   wait "$regular" || rc_regular=$?
   wait "$asan" || rc_asan=$?
 fi
-echo "tests: regular exit $rc_regular, asan exit $rc_asan, $(($(date +%s) - start)) s" \
-  "(logs: build/Testing/run-tests.log, build-asan/Testing/run-tests.log)"
+echo "tests: regular exit $rc_regular, asan+fuzz exit $rc_asan, $(($(date +%s) - start)) s" \
+  "(logs: build/Testing/run-tests.log, build-asan/Testing/run-tests.log," \
+  "build-fuzz/Testing/run-tests.log)"
 [ "$rc_regular" -eq 0 ] && [ "$rc_asan" -eq 0 ]

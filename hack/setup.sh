@@ -13,6 +13,7 @@ packages=(
   libboost1.81-dev libcurl4-openssl-dev libssl-dev nlohmann-json3-dev libyaml-cpp-dev zlib1g-dev
   prometheus-cpp-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev prometheus
   openssl curl time procps yq jq ca-certificates buildah tmux
+  clang-16 libclang-rt-16-dev llvm
 )
 # shellcheck source=hack/lib/toolchain.sh
 . hack/lib/toolchain.sh

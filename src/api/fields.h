@@ -322,15 +322,26 @@ void DecodeValue(const Json& in, T& out, DecodeContext& ctx, const std::string& 
     if (!in.is_boolean()) return fail("a boolean");
     out = in.get<bool>();
   } else if constexpr (std::is_integral_v<T>) {
+    // Whole numbers within T only. A float-to-integer cast out of range is
+    // undefined, and an unsigned number above INT64_MAX must not wrap.
+    int64_t v = 0;
     if (in.is_number_float()) {
-      double d = in.get<double>();
-      if (d != static_cast<double>(static_cast<int64_t>(d))) return fail("an integer");
-      out = static_cast<T>(d);
-      return;
+      const double d = in.get<double>();
+      constexpr double kTwo63 = 9223372036854775808.0;
+      if (!(d >= -kTwo63 && d < kTwo63)) return fail("an integer in range");  // NaN too
+      v = static_cast<int64_t>(d);
+      if (static_cast<double>(v) != d) return fail("an integer");
+    } else if (in.is_number_unsigned()) {
+      const uint64_t u = in.get<uint64_t>();
+      if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+        return fail("an integer in range");
+      }
+      v = static_cast<int64_t>(u);
+    } else if (in.is_number_integer()) {
+      v = in.get<int64_t>();
+    } else {
+      return fail("an integer");
     }
-    if (!in.is_number_integer()) return fail("an integer");
-    int64_t v =
-        in.is_number_unsigned() ? static_cast<int64_t>(in.get<uint64_t>()) : in.get<int64_t>();
     if (v < static_cast<int64_t>(std::numeric_limits<T>::min()) ||
         v > static_cast<int64_t>(std::numeric_limits<T>::max())) {
       return fail("an integer in range");

@@ -63,7 +63,20 @@ Json ResolvePlain(const std::string& s) {
   return s;
 }
 
-kube::StatusOr<Json> NodeToJson(const YAML::Node& node) {
+// A parsed document is a graph: an alias may refer to its own ancestor (a
+// cycle) or be repeated into an exponential tree ("billion laughs"). The
+// walk is bounded in depth and in nodes visited.
+constexpr int kMaxYamlDepth = 256;
+constexpr size_t kMaxYamlNodes = 1000000;
+
+kube::StatusOr<Json> NodeToJson(const YAML::Node& node, int depth, size_t* nodes) {
+  if (depth > kMaxYamlDepth || ++*nodes > kMaxYamlNodes) {
+    return kube::Status(kube::StatusCode::kInvalidArgument,
+                        "YAML nests deeper than " + std::to_string(kMaxYamlDepth) +
+                            " levels or expands to more than " + std::to_string(kMaxYamlNodes) +
+                            " nodes (an alias that refers to itself or is repeated into a huge "
+                            "tree)");
+  }
   switch (node.Type()) {
     case YAML::NodeType::Undefined:
     case YAML::NodeType::Null:
@@ -82,7 +95,7 @@ kube::StatusOr<Json> NodeToJson(const YAML::Node& node) {
     case YAML::NodeType::Sequence: {
       Json arr = Json::array();
       for (const auto& item : node) {
-        auto v = NodeToJson(item);
+        auto v = NodeToJson(item, depth + 1, nodes);
         if (!v.ok()) return v.status();
         arr.push_back(std::move(*v));
       }
@@ -94,7 +107,7 @@ kube::StatusOr<Json> NodeToJson(const YAML::Node& node) {
         if (!kv.first.IsScalar()) {
           return kube::Status(kube::StatusCode::kInvalidArgument, "non-scalar YAML map key");
         }
-        auto v = NodeToJson(kv.second);
+        auto v = NodeToJson(kv.second, depth + 1, nodes);
         if (!v.ok()) return v.status();
         obj[kv.first.Scalar()] = std::move(*v);
       }
@@ -172,7 +185,8 @@ kube::StatusOr<std::vector<Json>> ParseYaml(std::string_view text) {
   }
   std::vector<Json> out;
   for (const auto& doc : docs) {
-    auto j = NodeToJson(doc);
+    size_t nodes = 0;
+    auto j = NodeToJson(doc, 0, &nodes);
     if (!j.ok()) return j.status();
     if (!j->is_null()) out.push_back(std::move(*j));
   }

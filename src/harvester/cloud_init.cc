@@ -41,15 +41,23 @@ YAML::Node StrSeq(const std::vector<std::string>& items) {
 
 bool IsStringTag(const std::string& tag) { return tag == "!" || tag == "tag:yaml.org,2002:str"; }
 
+// A parsed document is a graph: an alias may refer to its own ancestor (a
+// cycle) or be repeated into an exponential tree ("billion laughs"). Every
+// walk is bounded in depth and in nodes visited.
+constexpr int kMaxYamlDepth = 256;
+constexpr size_t kMaxYamlNodes = 100000;
+
 // Emits a node keeping the meaning of every scalar: quoted scalars (and
 // !!str) are written double-quoted, plain scalars plain, other explicit
 // tags verbatim. yaml-cpp's own emitter forgets quoting ('0644' -> 0644).
-void EmitNode(YAML::Emitter& out, const YAML::Node& n) {
+// False when the walk passes its bounds (`*nodes` counts the nodes visited).
+bool EmitNode(YAML::Emitter& out, const YAML::Node& n, int depth, size_t* nodes) {
+  if (depth > kMaxYamlDepth || ++*nodes > kMaxYamlNodes) return false;
   switch (n.Type()) {
     case YAML::NodeType::Undefined:
     case YAML::NodeType::Null:
       out << YAML::Null;
-      return;
+      return true;
     case YAML::NodeType::Scalar: {
       const std::string& tag = n.Tag();
       if (IsStringTag(tag)) {
@@ -59,24 +67,27 @@ void EmitNode(YAML::Emitter& out, const YAML::Node& n) {
       } else {
         out << YAML::VerbatimTag(tag) << n.Scalar();
       }
-      return;
+      return true;
     }
     case YAML::NodeType::Sequence:
       out << YAML::BeginSeq;
-      for (const auto& item : n) EmitNode(out, item);
+      for (const auto& item : n) {
+        if (!EmitNode(out, item, depth + 1, nodes)) return false;
+      }
       out << YAML::EndSeq;
-      return;
+      return true;
     case YAML::NodeType::Map:
       out << YAML::BeginMap;
       for (const auto& kv : n) {
         out << YAML::Key;
-        EmitNode(out, kv.first);
+        if (!EmitNode(out, kv.first, depth + 1, nodes)) return false;
         out << YAML::Value;
-        EmitNode(out, kv.second);
+        if (!EmitNode(out, kv.second, depth + 1, nodes)) return false;
       }
       out << YAML::EndMap;
-      return;
+      return true;
   }
+  return true;
 }
 
 bool ScalarIs(const YAML::Node& n, std::string_view value) {
@@ -303,7 +314,11 @@ kube::StatusOr<UserData> MergeUserData(const UserDataInputs& in) {
   CAPHV_RETURN_IF_ERROR(AddSsh(root, in));
   YAML::Emitter emitter;
   emitter.SetIndent(2);
-  EmitNode(emitter, root);
+  if (size_t nodes = 0; !EmitNode(emitter, root, 0, &nodes)) {
+    return Invalid("bootstrap cloud-config nests deeper than " + std::to_string(kMaxYamlDepth) +
+                   " levels or expands to more than " + std::to_string(kMaxYamlNodes) +
+                   " nodes (an alias that refers to itself or is repeated into a huge tree)");
+  }
   if (!emitter.good()) {
     return Status(StatusCode::kInternal, "emitting cloud-config: " + emitter.GetLastError());
   }

@@ -38,7 +38,9 @@ std::string Str(const YAML::Node& n, const char* key) {
 YAML::Node FindNamed(const YAML::Node& list, const std::string& name, const char* inner) {
   if (!list || !list.IsSequence()) return {};
   for (const auto& item : list) {
-    if (Str(item, "name") == name) return item[inner];
+    // A missing key of a const node is an invalid node that throws when
+    // used: an entry without its inner map is "not found".
+    if (Str(item, "name") == name) return item[inner].IsDefined() ? item[inner] : YAML::Node();
   }
   return {};
 }
@@ -98,8 +100,24 @@ StatusOr<RestConfig> LoadInlineKubeconfig(const std::string& yaml) {
 
 namespace {
 
+StatusOr<RestConfig> LoadKubeconfigUnguarded(const std::string& yaml, const std::string& base_dir,
+                                             const std::string& context, bool inline_only);
+
+// A kubeconfig may come from a tenant's Secret: whatever yaml-cpp throws on
+// a document of an unexpected shape is an invalid kubeconfig, never an
+// exception out of the manager's reconcile.
 StatusOr<RestConfig> LoadKubeconfig(const std::string& yaml, const std::string& base_dir,
                                     const std::string& context, bool inline_only) {
+  try {
+    return LoadKubeconfigUnguarded(yaml, base_dir, context, inline_only);
+  } catch (const YAML::Exception& e) {
+    return Status(StatusCode::kInvalidArgument,
+                  std::string("kubeconfig is not valid: ") + e.what());
+  }
+}
+
+StatusOr<RestConfig> LoadKubeconfigUnguarded(const std::string& yaml, const std::string& base_dir,
+                                             const std::string& context, bool inline_only) {
   YAML::Node root;
   try {
     root = YAML::Load(yaml);

@@ -295,7 +295,14 @@ void Controller::ProcessOne(const std::string& key) {
       logger.Error(result.error, "Reconciler error", {{"request", key}, {"terminal", true}});
       return;
     }
-    logger.Error(result.error, "Reconciler error", {{"request", key}});
+    // A 409 is only retried (the object changed since the cache saw it; the
+    // retry decides again on the new version): debug level, not an error.
+    if (result.error.IsConflict()) {
+      logger.V(1).Info("Conflict; retrying",
+                       {{"request", key}, {"err", std::string(result.error.message())}});
+    } else {
+      logger.Error(result.error, "Reconciler error", {{"request", key}});
+    }
     queue_->AddRateLimited(key);
     return;
   }

@@ -135,7 +135,10 @@ template <class Stream>
 class Session final : public SessionBase {
  public:
   Session(HttpServerImpl* server, Stream stream, std::shared_ptr<ssl::context> ctx)
-      : server_(server), stream_(std::move(stream)), ctx_(std::move(ctx)) {}
+      : server_(server),
+        stream_(std::move(stream)),
+        ctx_(std::move(ctx)),
+        read_timer_(stream_.get_executor()) {}
   ~Session() override {
     Unreserve();
     server_->Unregister(id_);
@@ -185,6 +188,7 @@ class Session final : public SessionBase {
 
   // A refusal before the request was read whole; the connection closes.
   void Refuse(int status, std::string body, std::vector<std::pair<std::string, std::string>> hdrs) {
+    read_timer_.cancel();
     busy_ = true;
     Unreserve();
     HttpResponse res;
@@ -194,17 +198,43 @@ class Session final : public SessionBase {
     Write(res, 11, false);
   }
 
-  // A read that failed: 413/431 for limits; otherwise (closed, cancelled,
-  // read_timeout passed: the stream is closed then, as Go's net/http does
-  // for its ReadTimeout) the session just ends and its reservation is freed.
+  // A read that failed: 413/431 for limits; 408 when read_timeout passed
+  // with part of a request received (an idle keep-alive connection is just
+  // closed, as Go's net/http does); otherwise (closed, cancelled) the
+  // session ends and its reservation is freed.
   void RefuseFailedRead(boost::system::error_code ec) {
+    read_timer_.cancel();
     if (ec == bhttp::error::body_limit || ec == bhttp::error::header_limit) {
       const bool body = ec == bhttp::error::body_limit;
       Refuse(body ? 413 : 431,
              body ? "request body too large\n" : "request header fields too large\n", {});
       return;
     }
+    if (read_timed_out_ && !closed_ && (buffer_.size() > 0 || (parser_ && parser_->got_some()))) {
+      server_->logger_.V(1).Info("Request not received in time: 408",
+                                 {{"readTimeout", server_->options_.read_timeout.count()}});
+      Refuse(408, "request not received in time\n", {});
+      return;
+    }
     Unreserve();
+    if (read_timed_out_) Close();
+  }
+
+  // read_timeout bounds the whole request (header and body). The stream's
+  // own expiry would close the socket; this timer only cancels the read, so
+  // that a 408 can still be written.
+  void ArmReadTimer() {
+    beast::get_lowest_layer(stream_).expires_never();
+    read_timed_out_ = false;
+    read_timer_.expires_after(server_->options_.read_timeout);
+    read_timer_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
+      if (ec) return;  // cancelled: the request arrived, or the session ended
+      auto self = std::static_pointer_cast<Session>(weak.lock());
+      if (!self || self->closed_) return;
+      self->read_timed_out_ = true;
+      boost::system::error_code ignored;
+      beast::get_lowest_layer(self->stream_).socket().cancel(ignored);
+    });
   }
 
   void Read() {
@@ -216,7 +246,7 @@ class Session final : public SessionBase {
     }
     parser_.emplace();
     parser_->body_limit(server_->options_.body_limit);
-    beast::get_lowest_layer(stream_).expires_after(server_->options_.read_timeout);
+    ArmReadTimer();
     // The header first: the body is read only once it fits the budget.
     bhttp::async_read_header(
         stream_, buffer_, *parser_,
@@ -254,6 +284,7 @@ class Session final : public SessionBase {
       RefuseFailedRead(ec);
       return;  // closed, cancelled: the session ends
     }
+    read_timer_.cancel();
     busy_ = true;
     const auto& msg = parser_->get();
     HttpRequest req;
@@ -299,6 +330,7 @@ class Session final : public SessionBase {
   void Close() {
     if (closed_) return;
     closed_ = true;
+    read_timer_.cancel();
     boost::system::error_code ec;
     auto& sock = beast::get_lowest_layer(stream_).socket();
     sock.shutdown(tcp::socket::shutdown_both, ec);
@@ -308,6 +340,8 @@ class Session final : public SessionBase {
   HttpServerImpl* server_;
   Stream stream_;
   std::shared_ptr<ssl::context> ctx_;  // keeps the context of this connection alive
+  net::steady_timer read_timer_;       // read_timeout of the request being read
+  bool read_timed_out_ = false;
   beast::flat_buffer buffer_;
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
   std::optional<bhttp::response<bhttp::string_body>> res_;

@@ -99,7 +99,8 @@ struct HttpServerOptions {
   // Connections at once; one more is closed as soon as it is accepted.
   size_t max_connections = 256;
   // Per request (headers + body) and keep-alive idle: a connection that
-  // has not sent a whole request by then is closed (its reservation freed).
+  // has sent part of a request but not all of it by then is answered 408
+  // and closed; an idle one is closed (its reservation freed either way).
   std::chrono::seconds read_timeout{30};
   std::chrono::seconds write_timeout{30};
   // TLS: empty cert_dir and cert_pem = plain HTTP.

@@ -334,7 +334,7 @@ std::vector<std::string> E2ETest::EntriesOfThisTest() const {
   return out;
 }
 
-std::vector<Object> E2ETest::WaitForRunningMachines(size_t count) {
+std::vector<Object> E2ETest::WaitForRunningMachines(size_t count, std::chrono::seconds within) {
   std::vector<Object> machines;
   const bool ok = Eventually(
       [&] {
@@ -347,7 +347,7 @@ std::vector<Object> E2ETest::WaitForRunningMachines(size_t count) {
         }
         return true;
       },
-      kWait, kPoll);
+      within, kPoll);
   EXPECT_TRUE(ok) << "Machines not all Running: " << MachinesSummary();
   return ok ? machines : std::vector<Object>{};
 }

@@ -381,9 +381,9 @@ class E2ETest : public ::testing::Test {
   // Every entry of this test's management namespace in any pool of the bed.
   std::vector<std::string> EntriesOfThisTest() const;
 
-  // Waits until the Cluster has exactly `count` Machines, all Running with a
-  // nodeRef and with a ready HarvesterMachine; returns them.
-  std::vector<Object> WaitForRunningMachines(size_t count);
+  // Waits (at most `within`) until the Cluster has exactly `count` Machines,
+  // all Running with a nodeRef and with a ready HarvesterMachine; returns them.
+  std::vector<Object> WaitForRunningMachines(size_t count, std::chrono::seconds within = kWait);
 
   // Waits until the HarvesterCluster is ready with an endpoint; returns it.
   Object WaitForClusterReady();

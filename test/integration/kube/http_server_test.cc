@@ -204,6 +204,27 @@ TEST(HttpServerTest, BufferedBodiesAreBoundedAndTheRestAnswered429) {
   EXPECT_EQ(after.body, std::to_string(almost));
 }
 
+// A request whose header or body does not arrive within read_timeout is
+// answered 408 and its connection closed; an idle keep-alive connection is
+// only closed; a request in time is served as usual.
+TEST(HttpServerTest, SlowRequestsAreAnswered408AndIdleConnectionsClosed) {
+  HttpServer server({.name = "slow", .bind_address = "127.0.0.1:0", .read_timeout = 1s});
+  server.Handle("/echo", [](const HttpRequest& r) {
+    return HttpResponse{200, "text/plain", std::to_string(r.body.size())};
+  });
+  ASSERT_TRUE(server.Start().ok());
+  RawClient slow_body(server.port(), PostHead(100) + "{\"a\":");
+  RawClient slow_header(server.port(), "POST /echo HTTP/1.1\r\nHost: x\r\n");
+  RawClient idle(server.port(), "");
+  const std::string body_answer = slow_body.Answer(4s);
+  EXPECT_EQ(body_answer.rfind("HTTP/1.1 408", 0), 0u) << body_answer;
+  EXPECT_NE(body_answer.find("Connection: close"), std::string::npos) << body_answer;
+  const std::string header_answer = slow_header.Answer(4s);
+  EXPECT_EQ(header_answer.rfind("HTTP/1.1 408", 0), 0u) << header_answer;
+  EXPECT_EQ(idle.Answer(4s), "") << "an idle connection got an answer";
+  EXPECT_EQ(Fetch(Url(server, "/echo"), "{}").body, "2");
+}
+
 TEST(HttpServerTest, ConnectionsBeyondTheLimitAreClosed) {
   HttpServer server({.name = "few", .bind_address = "127.0.0.1:0", .max_connections = 2});
   server.Handle("/echo", [](const HttpRequest& r) {

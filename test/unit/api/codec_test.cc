@@ -75,6 +75,19 @@ TEST(CodecTest, TypeErrorsCarryFieldPaths) {
 TEST(CodecTest, IntegerOutOfRangeIsAnError) {
   Json in = {{"spec", {{"cpu", 5000000000LL}}}};
   EXPECT_FALSE(Decode<HarvesterMachine>(in).ok());
+  // Found by fuzz/admission_review_fuzzer: a float beyond int64 was cast
+  // (undefined behaviour); an unsigned beyond INT64_MAX wrapped negative.
+  for (const Json& cpu :
+       {Json(1.33e117), Json(-1e300), Json(18446744073709551615ULL), Json(9223372036854775808.0)}) {
+    auto m = Decode<HarvesterMachine>(Json{{"spec", {{"cpu", cpu}}}});
+    ASSERT_FALSE(m.ok()) << cpu.dump();
+    EXPECT_NE(m.status().message().find("spec.cpu: expected an integer in range"),
+              std::string::npos)
+        << m.status().message();
+  }
+  auto whole = Decode<HarvesterMachine>(Json{{"spec", {{"cpu", 4.0}}}});
+  ASSERT_TRUE(whole.ok()) << whole.status().message();
+  EXPECT_EQ(whole->spec.cpu, 4);
 }
 
 TEST(CodecTest, UnknownFieldsOnlyFailStrictDecoding) {

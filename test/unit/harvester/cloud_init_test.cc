@@ -153,6 +153,28 @@ TEST(CloudInitTest, JinjaHeadedCloudConfigIsMergedAndKeepsItsHeader) {
   EXPECT_EQ(twice->text, out->text);
 }
 
+// Found by fuzz/cloud_init_fuzzer: a bootstrap cloud-config whose alias
+// refers to its own ancestor overflowed the manager's stack while being
+// re-emitted; one repeated into an exponential tree would exhaust memory.
+// Both are refused with an error.
+TEST(CloudInitTest, AliasGraphsAreRefusedNotWalkedForever) {
+  UserDataInputs in;
+  in.bootstrap = "#cloud-config\nanchors: &a\n  <<: *a\n";
+  auto cyclic = MergeUserData(in);
+  ASSERT_FALSE(cyclic.ok());
+  EXPECT_NE(cyclic.status().message().find("an alias that refers to itself"), std::string::npos)
+      << cyclic.status().message();
+  std::string laughs = "#cloud-config\na0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i < 8; ++i) {
+    const std::string prev = "*a" + std::to_string(i - 1);
+    laughs += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [" + prev + ", " + prev +
+              ", " + prev + ", " + prev + ", " + prev + ", " + prev + ", " + prev + ", " + prev +
+              ", " + prev + ", " + prev + "]\n";
+  }
+  in.bootstrap = laughs;
+  EXPECT_FALSE(MergeUserData(in).ok());
+}
+
 TEST(CloudInitTest, NotMergedSaysWhy) {
   auto out = MergeUserData(Inputs("#!/bin/sh\necho hi\n"));
   ASSERT_TRUE(out.ok());

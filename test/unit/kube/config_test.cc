@@ -128,6 +128,23 @@ TEST(KubeconfigTest, ClearErrors) {
   EXPECT_FALSE(bad_b64.ok());
 }
 
+// Found by fuzz/kubeconfig_fuzzer: entries of an unexpected shape are
+// errors, never an exception out of the parser.
+TEST(KubeconfigTest, EntriesWithoutTheirMapAreErrorsNotExceptions) {
+  const std::string no_context_map =
+      "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: "
+      "https://127.0.0.1:6443\nusers:\n- name: u\n  user:\n    token: t\ncontexts:\n- name: "
+      "x\n  cont:xt:\n    cluster: c\n    user: u\ncurrent-context: x\n";
+  auto cfg = LoadInlineKubeconfig(no_context_map);
+  ASSERT_FALSE(cfg.ok());
+  EXPECT_NE(cfg.status().message().find("no context \"x\""), std::string::npos)
+      << cfg.status().message();
+  for (const char* odd : {"clusters: 5\ncurrent-context: x\n", "current-context: [x]\n",
+                          "contexts:\n- 7\n- name: x\ncurrent-context: x\n"}) {
+    EXPECT_FALSE(LoadInlineKubeconfig(odd).ok()) << odd;
+  }
+}
+
 TEST(InClusterConfigTest, ReadsServiceAccountFilesAndRereadsRotatedToken) {
   fs::path root = fs::temp_directory_path() / ("caphv-sa-" + std::to_string(::getpid()));
   fs::path sa = root / "var/run/secrets/kubernetes.io/serviceaccount";

@@ -8,6 +8,13 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <sstream>
+#include <stop_token>
+#include <thread>
+
+#include "kube/log.h"
+
 namespace caphv::kube {
 namespace {
 
@@ -62,6 +69,43 @@ TEST(ResultTest, Constructors) {
   EXPECT_FALSE(e.error.ok());
   EXPECT_FALSE(e.terminal);
   EXPECT_TRUE(Result::Terminal(Status(StatusCode::kInvalid, "y")).terminal);
+}
+
+// Runs a controller without watches whose reconcile fails once with `first`
+// and then succeeds; returns what it logged at verbosity 0.
+std::string LogOfOneRetry(const Status& first) {
+  std::ostringstream out;
+  log::Configure(0, log::Format::kJson, &out);
+  std::atomic<int> calls{0};
+  Controller::Options options;
+  options.name = "retry-test";
+  options.register_metrics = false;
+  Controller controller(std::move(options), [&](const Request&) {
+    return calls.fetch_add(1) == 0 ? Result::Error(first) : Result::Done();
+  });
+  std::stop_source stop;
+  std::jthread runner([&] { controller.Run(stop.get_token()).IgnoreError(); });
+  controller.Enqueue(Request{"ns", "a"});
+  for (int i = 0; i < 500 && calls.load() < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  stop.request_stop();
+  runner.join();
+  log::Configure(0, log::Format::kJson, nullptr);
+  EXPECT_EQ(calls.load(), 2) << "the failed reconcile is retried";
+  return out.str();
+}
+
+TEST(ControllerTest, RetriedConflictIsNotLoggedAsAnError) {
+  const std::string logged =
+      LogOfOneRetry(Status(StatusCode::kConflict, "the object was modified"));
+  EXPECT_EQ(logged.find("Reconciler error"), std::string::npos) << logged;
+}
+
+TEST(ControllerTest, OtherErrorsAreLoggedAsErrors) {
+  const std::string logged = LogOfOneRetry(Status(StatusCode::kInternal, "boom"));
+  EXPECT_NE(logged.find("Reconciler error"), std::string::npos) << logged;
+  EXPECT_NE(logged.find("boom"), std::string::npos) << logged;
 }
 
 }  // namespace
