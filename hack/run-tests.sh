@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the test suites of both build trees: build/ (every test) and
-# build-asan/ (ASan+UBSan; not the `nosan` ones), and after the latter the
-# fuzz tree's targets (build-fuzz/, clang + libFuzzer, each for 30 s). Each tree has its own test
+# build-asan/ (ASan+UBSan; not the `nosan` ones); after the former the
+# ThreadSanitizer tree's client-runtime tests (build-tsan/), after the latter
+# the fuzz tree's targets (build-fuzz/, clang + libFuzzer, each for 30 s). Each tree has its own test
 # bed, so by default both run at the same time: the end-to-end scenarios
 # spend most of their time waiting on controllers, not on the CPU. Output
 # lines carry the tree's name; each tree's full log is in
@@ -52,21 +53,33 @@ fuzz_tree() {
   run_tree fuzz build-fuzz --timeout 300 -j 1 -L fuzz
 }
 
+# The ThreadSanitizer tree: the client runtime's unit and integration tests
+# (unit_kube, integration_kube; its bed is plain apiservers).
+tsan_tree() {
+  local t0=$SECONDS
+  make --no-print-directory build-tsan 2>&1 | sed -u "s/^/[tsan-build] /"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || return 1
+  echo "[tsan-build] built in $((SECONDS - t0)) s"
+  run_tree tsan build-tsan --timeout 1200 -j 1 -R '^(unit_kube|integration_kube)$'
+}
+
 start=$(date +%s)
 rc_regular=0 rc_asan=0
 if [ "${CAPHV_TESTS_SERIAL:-0}" = 1 ]; then
   run_tree regular build --timeout 1200 -j 1 || rc_regular=$?
+  tsan_tree || rc_regular=$?
   asan_tree || rc_asan=$?
   fuzz_tree || rc_asan=$?
 else
-  run_tree regular build --timeout 1200 -j 1 &
+  # Two branches of about equal length: regular + TSan, ASan + fuzz.
+  { rc=0; run_tree regular build --timeout 1200 -j 1 || rc=$?; tsan_tree || rc=1; exit "$rc"; } &
   regular=$!
   { rc=0; asan_tree || rc=$?; fuzz_tree || rc=1; exit "$rc"; } &
   asan=$!
   wait "$regular" || rc_regular=$?
   wait "$asan" || rc_asan=$?
 fi
-echo "tests: regular exit $rc_regular, asan+fuzz exit $rc_asan, $(($(date +%s) - start)) s" \
+echo "tests: regular+tsan exit $rc_regular, asan+fuzz exit $rc_asan, $(($(date +%s) - start)) s" \
   "(logs: build/Testing/run-tests.log, build-asan/Testing/run-tests.log," \
-  "build-fuzz/Testing/run-tests.log)"
+  "build-fuzz/Testing/run-tests.log, build-tsan/Testing/run-tests.log)"
 [ "$rc_regular" -eq 0 ] && [ "$rc_asan" -eq 0 ]

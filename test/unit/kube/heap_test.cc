@@ -75,6 +75,13 @@ TEST(HeapReleaserTest, RunReturnsAtOnceWhenStopped) {
 // region keeps that region resident until ReleaseFreeHeap.
 TEST(ReleaseFreeHeapTest, GivesBackAHoleBelowALiveBlock) {
   if (ReadHeapStats().resident_anon == 0) GTEST_SKIP() << "no glibc heap (sanitizer build)";
+#if defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "ThreadSanitizer's allocator, not glibc's";
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+  GTEST_SKIP() << "ThreadSanitizer's allocator, not glibc's";
+#endif
+#endif
   constexpr size_t kBlocks = 64 * 1024;
   constexpr size_t kBlockSize = 512;  // below the mmap threshold: from the arena
   std::vector<void*> blocks(kBlocks);
