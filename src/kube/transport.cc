@@ -2,6 +2,7 @@
 
 #include <curl/curl.h>
 
+#include <algorithm>
 #include <mutex>
 
 namespace caphv::kube {
@@ -15,9 +16,20 @@ void GlobalInit() {
   std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
 }
 
+struct Collected {
+  std::string* body = nullptr;
+  bool too_large = false;
+};
+
 size_t CollectBody(char* data, size_t size, size_t n, void* user) {
-  static_cast<std::string*>(user)->append(data, size * n);
-  return size * n;
+  auto* c = static_cast<Collected*>(user);
+  const size_t len = size * n;
+  if (c->body->size() + len > kMaxResponseBytes) {
+    c->too_large = true;
+    return 0;  // aborts the transfer
+  }
+  c->body->append(data, len);
+  return len;
 }
 
 struct StreamState {
@@ -25,9 +37,10 @@ struct StreamState {
   const std::function<bool(std::string_view)>* on_line = nullptr;
   std::stop_token stop;
   std::string buffer;  // partial line
-  std::string body;    // whole body when the status is not 200
+  std::string body;    // whole body when the status is not 200 (up to kMaxErrorBodyBytes)
   long status = 0;
   bool handler_stopped = false;
+  bool too_large = false;  // one event passed kMaxWatchEventBytes
 };
 
 size_t StreamWrite(char* data, size_t size, size_t n, void* user) {
@@ -35,7 +48,8 @@ size_t StreamWrite(char* data, size_t size, size_t n, void* user) {
   size_t len = size * n;
   if (s->status == 0) curl_easy_getinfo(s->handle, CURLINFO_RESPONSE_CODE, &s->status);
   if (s->status != 200) {
-    s->body.append(data, len);
+    s->body.append(
+        data, std::min(len, kMaxErrorBodyBytes - std::min(kMaxErrorBodyBytes, s->body.size())));
     return len;
   }
   s->buffer.append(data, len);
@@ -52,6 +66,10 @@ size_t StreamWrite(char* data, size_t size, size_t n, void* user) {
     }
   }
   s->buffer.erase(0, start);
+  if (s->buffer.size() > kMaxWatchEventBytes) {
+    s->too_large = true;
+    return 0;  // aborts the transfer
+  }
   return len;
 }
 
@@ -192,14 +210,21 @@ StatusOr<TransportResponse> Transport::Do(std::string_view method,
   TransportResponse resp;
   curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
   curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout.count()));
+  Collected collected{&resp.body};
   curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, CollectBody);
-  curl_easy_setopt(h, CURLOPT_WRITEDATA, &resp.body);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, &collected);
   CURLcode rc = curl_easy_perform(h);
   long status = 0;
   curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
   curl_slist_free_all(static_cast<curl_slist*>(headers));
   Status err;
-  if (rc != CURLE_OK) err = CurlError(rc, errbuf, m + " " + path_and_query);
+  if (collected.too_large) {
+    err = Status(StatusCode::kUnavailable, m + " " + path_and_query + ": the answer passed " +
+                                               std::to_string(kMaxResponseBytes >> 20) +
+                                               " MiB; refused");
+  } else if (rc != CURLE_OK) {
+    err = CurlError(rc, errbuf, m + " " + path_and_query);
+  }
   Release(h);
   if (!err.ok()) return err;
   resp.status = static_cast<int>(status);
@@ -239,6 +264,11 @@ StatusOr<TransportResponse> Transport::Stream(const std::string& path_and_query,
   curl_easy_cleanup(h);
   if (rc == CURLE_ABORTED_BY_CALLBACK || state.stop.stop_requested()) {
     return Status(StatusCode::kCancelled, "watch stopped");
+  }
+  if (state.too_large) {
+    return Status(StatusCode::kUnavailable, "watch " + path_and_query + ": one event passed " +
+                                                std::to_string(kMaxWatchEventBytes >> 20) +
+                                                " MiB; refused");
   }
   TransportResponse resp;
   resp.status = static_cast<int>(status);

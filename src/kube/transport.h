@@ -21,6 +21,15 @@
 
 namespace caphv::kube {
 
+// What an apiserver may send at most (the server may be anyone's: an
+// identity kubeconfig names it). A whole answer: 128 MiB (a LIST page of
+// the largest objects etcd stores is far below); one watch event: 64 MiB;
+// an error answer is kept up to 1 MiB. Beyond, the request fails
+// (Unavailable: the server misbehaves) instead of the manager's memory.
+inline constexpr size_t kMaxResponseBytes = size_t{128} << 20;
+inline constexpr size_t kMaxWatchEventBytes = size_t{64} << 20;
+inline constexpr size_t kMaxErrorBodyBytes = size_t{1} << 20;
+
 struct TransportResponse {
   int status = 0;
   std::string body;

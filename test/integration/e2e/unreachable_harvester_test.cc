@@ -5,6 +5,13 @@
 // A reports HarvesterConnectionReady=False (reason HarvesterConnectionFailed,
 // message naming the endpoint) and a Warning event; once its identity Secret
 // is rewritten with the real Harvester kubeconfig, A becomes ready by itself.
+//
+// And an identity kubeconfig that names a file of the manager's filesystem
+// (certificate-authority, client-certificate, client-key, tokenFile) or a
+// plugin (exec, auth-provider), its server a listener of the test: each is
+// refused with HarvesterConnectionReady=False, reason MalformedIdentitySecret,
+// the message naming the field, and a Warning event; the listener never sees
+// a connection (no token, no file's content, no request leaves the manager).
 
 #include "e2e_fixture.h"
 #include "support/silent_server.h"
@@ -114,6 +121,56 @@ TEST_F(UnreachableHarvesterTest, SilentHarvesterStallsNoOtherClusterAndRecoversW
 
   DeleteNamedCluster(cluster_b);
   harvester_->Delete(kube::resources::kNamespaces, "", target_b).IgnoreError();
+}
+
+TEST_F(UnreachableHarvesterTest, IdentityKubeconfigFilesAndPluginsAreRefusedAndNothingIsSent) {
+  caphv::testing::SilentServer listener;
+  ASSERT_GT(listener.port(), 0);
+  const std::string cluster_part =
+      "apiVersion: v1\nkind: Config\nclusters:\n- name: h\n  cluster:\n    server: " +
+      listener.url() + "\n";
+  const std::string context_part =
+      "contexts:\n- name: h\n  context:\n    cluster: h\n    user: u\ncurrent-context: h\n";
+  struct Variant {
+    std::string field;
+    std::string cluster_extra;  // under `cluster:`
+    std::string user;           // under `user:`
+  };
+  const std::string sa = "/var/run/secrets/kubernetes.io/serviceaccount/";
+  const std::vector<Variant> variants = {
+      {"certificate-authority", "    certificate-authority: " + sa + "ca.crt\n", "    token: t\n"},
+      {"client-certificate", "", "    client-certificate: /etc/ssl/certs/x.pem\n"},
+      {"client-key", "", "    client-key: /etc/ssl/private/x.key\n"},
+      {"tokenFile", "", "    tokenFile: " + sa + "token\n"},
+      {"exec", "",
+       "    exec:\n      apiVersion: client.authentication.k8s.io/v1\n"
+       "      command: /bin/sh\n      args: [-c, 'cat " +
+           sa + "token']\n"},
+      {"auth-provider", "", "    auth-provider:\n      name: oidc\n"},
+  };
+  auto kubeconfig = [&](const Variant& v) {
+    return cluster_part + v.cluster_extra + "users:\n- name: u\n  user:\n" + v.user + context_part;
+  };
+  CreateSecret("hv-files", {}, {{"kubeconfig", kubeconfig(variants.front())}}, "Opaque");
+  Object spec = HarvesterClusterSpec();
+  spec["identitySecret"]["name"] = "hv-files";
+  CreateCluster(spec);
+  for (const auto& v : variants) {
+    SCOPED_TRACE(v.field);
+    SetIdentity("hv-files", kubeconfig(v));
+    Object condition;
+    EXPECT_TRUE(Eventually(
+        [&] {
+          condition = ConditionOf(HarvesterClusterNamed(cluster_), "HarvesterConnectionReady");
+          return condition.value("reason", "") == "MalformedIdentitySecret" &&
+                 condition.value("message", "").find("`" + v.field + "`") != std::string::npos;
+        },
+        kWait, kPoll))
+        << condition.dump();
+    EXPECT_EQ(condition.value("status", ""), "False");
+  }
+  EXPECT_TRUE(HasWarning(cluster_, "MalformedIdentitySecret"));
+  EXPECT_EQ(listener.connections(), 0) << "the manager connected to the kubeconfig's server";
 }
 
 }  // namespace

@@ -8,6 +8,9 @@
 #include <atomic>
 #include <thread>
 
+#include "kube/http_server.h"
+#include "kube/self_signed.h"
+#include "kube/transport.h"
 #include "support/testbed.h"
 
 namespace caphv::kube {
@@ -288,6 +291,45 @@ TEST_F(ClientTest, TlsServerNameIsTheNameTheCertificateIsCheckedFor) {
   auto refused = Client::New(other);
   ASSERT_TRUE(refused.ok());
   EXPECT_EQ((*refused)->List(resources::kNamespaces, "").status().code(), StatusCode::kUnavailable);
+}
+
+// The server of an identity kubeconfig may be anyone's: an answer or a
+// watch event beyond the caps fails the request instead of filling memory.
+TEST(TransportLimitsTest, OversizedAnswersAndWatchEventsAreRefused) {
+  auto pem = GenerateSelfSignedCertificate({"127.0.0.1"});
+  ASSERT_TRUE(pem.ok());
+  HttpServer server({.name = "huge",
+                     .bind_address = "127.0.0.1:0",
+                     .cert_pem = pem->cert_pem,
+                     .key_pem = pem->key_pem});
+  server.Handle("/big", [](const HttpRequest&) {
+    return HttpResponse{200, "application/json", std::string(kMaxResponseBytes + 1, ' ')};
+  });
+  server.Handle("/small", [](const HttpRequest&) {
+    return HttpResponse{200, "application/json", "{}"};
+  });
+  server.Handle("/watch", [](const HttpRequest&) {
+    return HttpResponse{200, "application/json", std::string(kMaxWatchEventBytes + 1, ' ')};
+  });
+  ASSERT_TRUE(server.Start().ok());
+  RestConfig config;
+  config.server = "https://" + server.address();
+  config.ca_pem = pem->cert_pem;
+  Transport transport(config);
+  auto big = transport.Do("GET", "/big", "", "");
+  ASSERT_FALSE(big.ok());
+  EXPECT_EQ(big.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(big.status().message().find("passed 128 MiB"), std::string::npos)
+      << big.status().message();
+  auto small = transport.Do("GET", "/small", "", "");
+  ASSERT_TRUE(small.ok()) << small.status().ToString();
+  EXPECT_EQ(small->body, "{}");
+  std::stop_source stop;
+  auto watch = transport.Stream(
+      "/watch", [](std::string_view) { return true; }, stop.get_token(), std::chrono::seconds(30));
+  ASSERT_FALSE(watch.ok());
+  EXPECT_NE(watch.status().message().find("passed 64 MiB"), std::string::npos)
+      << watch.status().message();
 }
 
 }  // namespace
