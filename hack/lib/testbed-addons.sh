@@ -74,7 +74,7 @@ json.dump({"apiVersion": "v1", "kind": "List", "items": items}, sys.stdout)
 # by `add-cluster` (process `capi-NAME`, DIR/capi-NAME, env keys NAME_CAPI_*,
 # ports $NAME_CAPI_*_PORT).
 tb_up_capi() {
-  local name=${1:-mgmt} t0 config="$CACHE/bin/current/config" kc deadline comp cdir key
+  local name=${1:-mgmt} t0 config="${CAPI_BIN_DIR:-$CACHE/bin/current}/config" kc deadline comp cdir key
   local webhook_port health_port diag_port
   kc="$DIR/$name.kubeconfig"
   if [ "$name" = mgmt ]; then comp=capi key=CAPI; else comp=capi-$name key=${name^^}_CAPI; fi
@@ -90,11 +90,22 @@ tb_up_capi() {
   cp "$DIR/pki/serving.key" "$cdir/certs/tls.key"
 
   # CRDs straight from bases/: v1.10 serves only v1beta1, no conversion needed.
+  local crds="$config/crd/bases"
+  if [ "${CAPI_GENERATION:-1.10}" != 1.10 ]; then
+    # v1.14 serves v1beta1 and v1beta2 (storage): the CRDs come from the
+    # kustomization of config/crd (its patches add the conversion webhook,
+    # served at /convert by the core manager), pointed at the local process.
+    crds="$cdir/crds.json"
+    kubectl kustomize "$config/crd" >"$cdir/crds.yaml" 2>>"$DIR/logs/$comp-install.log" ||
+      tb_fail_with_log "$comp-install" "rendering $config/crd failed"
+    tb_local_webhooks_json "$cdir/crds.yaml" "$webhook_port" "$kc" "" >"$crds" \
+      2>>"$DIR/logs/$comp-install.log" || tb_fail_with_log "$comp-install" "rewriting the Cluster API CRDs failed"
+  fi
   # Server-side apply: some CRDs are too big for the last-applied annotation.
-  kubectl --kubeconfig "$kc" apply --server-side -f "$config/crd/bases" >>"$DIR/logs/$comp-install.log" 2>&1 ||
+  kubectl --kubeconfig "$kc" apply --server-side -f "$crds" >>"$DIR/logs/$comp-install.log" 2>&1 ||
     tb_fail_with_log "$comp-install" "applying Cluster API CRDs failed"
   kubectl --kubeconfig "$kc" wait --for=condition=Established --timeout="${TIMEOUT}s" \
-    -f "$config/crd/bases" >>"$DIR/logs/$comp-install.log" 2>&1 ||
+    -f "$crds" >>"$DIR/logs/$comp-install.log" 2>&1 ||
     tb_fail_with_log "$comp-install" "Cluster API CRDs not established"
   tb_capi_webhooks_json "$config/webhook/manifests.yaml" "$webhook_port" "$kc" >"$cdir/webhooks.json" \
     2>>"$DIR/logs/$comp-install.log" ||
@@ -113,18 +124,32 @@ tb_up_capi() {
   tb_env_set "${key}_DIAGNOSTICS_PORT" "$diag_port"
 
   # Ready = health endpoint OK and a Cluster passes the webhooks (dry run).
+  # v1.14: a v1beta2 Cluster (its validation wants one of controlPlaneRef,
+  # infrastructureRef or topology; a v1beta1 one with a ref cannot be the
+  # probe: converting it back needs the referenced kind's CRD) and a v1beta1
+  # MachineDrainRule, which passes the conversion webhook.
+  local out="" probe="$cdir/probe.yaml"
+  if [ "${CAPI_GENERATION:-1.10}" = 1.10 ]; then
+    printf '%s\n' 'apiVersion: cluster.x-k8s.io/v1beta1' 'kind: Cluster' 'metadata:' \
+      '  name: testbed-probe' '  namespace: default' 'spec: {}' >"$probe"
+  else
+    printf '%s\n' 'apiVersion: cluster.x-k8s.io/v1beta2' 'kind: Cluster' 'metadata:' \
+      '  name: testbed-probe' '  namespace: default' 'spec:' '  infrastructureRef:' \
+      '    apiGroup: infrastructure.cluster.x-k8s.io' '    kind: HarvesterCluster' \
+      '    name: testbed-probe' '---' 'apiVersion: cluster.x-k8s.io/v1beta1' \
+      'kind: MachineDrainRule' 'metadata:' '  name: testbed-probe' '  namespace: default' \
+      'spec:' '  drain:' '    behavior: Skip' >"$probe"
+  fi
   deadline=$(($(date +%s) + TIMEOUT))
-  until tb_http_ok "http://127.0.0.1:$health_port/readyz" &&
-    kubectl --kubeconfig "$kc" create --dry-run=server -o name -f - >/dev/null 2>&1 <<'EOF'; do
-apiVersion: cluster.x-k8s.io/v1beta1
-kind: Cluster
-metadata:
-  name: testbed-probe
-  namespace: default
-spec: {}
-EOF
+  while :; do
+    if ! tb_http_ok "http://127.0.0.1:$health_port/readyz"; then
+      out="/readyz not OK"
+    elif out=$(kubectl --kubeconfig "$kc" create --dry-run=server -o name -f "$probe" 2>&1); then
+      break
+    fi
     tb_alive "$comp" || tb_fail_with_log "$comp" "Cluster API manager exited"
-    [ "$(date +%s)" -lt "$deadline" ] || tb_fail_with_log "$comp" "Cluster API manager not ready after ${TIMEOUT}s"
+    [ "$(date +%s)" -lt "$deadline" ] ||
+      tb_fail_with_log "$comp" "Cluster API manager not ready after ${TIMEOUT}s (last: $out)"
     sleep 0.5
   done
   tb_log "Cluster API ready on '$name' in $((($(tb_now_ms) - t0) / 1000))s"
@@ -198,7 +223,7 @@ tb_up_rke2() {
 
 # tb_rke2_prepare: binaries, ports, certificates, env keys (writes DIR/env).
 tb_rke2_prepare() {
-  local config="$CACHE/bin/current/rke2-config" part key var ports i=0
+  local config="${CAPI_BIN_DIR:-$CACHE/bin/current}/rke2-config" part key var ports i=0
   RKE2_T0=$(tb_now_ms)
   RKE2_BOOTSTRAP_BIN=$(tb_binary CAPHV_RKE2_BOOTSTRAP rke2-bootstrap)
   RKE2_CONTROLPLANE_BIN=$(tb_binary CAPHV_RKE2_CONTROLPLANE rke2-controlplane)
@@ -225,7 +250,7 @@ tb_rke2_prepare() {
 # (files in DIR/rke2, log in DIR/logs/rke2-install.log); no DIR/env writes,
 # so it may run in a subshell.
 tb_rke2_install() {
-  local config="$CACHE/bin/current/rke2-config" kc="$DIR/mgmt.kubeconfig" part key
+  local config="${CAPI_BIN_DIR:-$CACHE/bin/current}/rke2-config" kc="$DIR/mgmt.kubeconfig" part key
   # CRDs and webhook configurations of both parts in one apply each.
   for part in bootstrap controlplane; do
     key=RKE2_${part^^}_WEBHOOK_PORT
@@ -261,7 +286,31 @@ metadata:
   namespace: default
 spec: {}
 YAML
-  cat >"$DIR/rke2/probe-controlplane.yaml" <<'YAML'
+  if [ "${CAPI_GENERATION:-1.10}" != 1.10 ]; then
+    # v0.25 stores v1beta2; a v1beta1 RKE2ControlPlane cannot be the probe:
+    # converting its infrastructureRef needs the referenced kind's CRD. (The
+    # bootstrap probe, v1beta1 without references, passes the conversion webhook.)
+    cat >"$DIR/rke2/probe-controlplane.yaml" <<'YAML'
+apiVersion: controlplane.cluster.x-k8s.io/v1beta2
+kind: RKE2ControlPlane
+metadata:
+  name: testbed-probe
+  namespace: default
+spec:
+  version: v1.33.1+rke2r1
+  machineTemplate:
+    spec:
+      infrastructureRef:
+        apiGroup: infrastructure.cluster.x-k8s.io
+        kind: HarvesterMachineTemplate
+        name: testbed-probe
+  rolloutStrategy:
+    type: RollingUpdate
+    rollingUpdate:
+      maxSurge: 1
+YAML
+  else
+    cat >"$DIR/rke2/probe-controlplane.yaml" <<'YAML'
 apiVersion: controlplane.cluster.x-k8s.io/v1beta1
 kind: RKE2ControlPlane
 metadata:
@@ -278,6 +327,7 @@ spec:
     rollingUpdate:
       maxSurge: 1
 YAML
+  fi
   tb_wait_rke2 bootstrap controlplane
   tb_env_set WITH_RKE2 1
   tb_log "RKE2 providers ready in $((($(tb_now_ms) - RKE2_T0) / 1000))s"

@@ -298,8 +298,10 @@ TEST_F(ClientTest, TlsServerNameIsTheNameTheCertificateIsCheckedFor) {
 TEST(TransportLimitsTest, OversizedAnswersAndWatchEventsAreRefused) {
   auto pem = GenerateSelfSignedCertificate({"127.0.0.1"});
   ASSERT_TRUE(pem.ok());
+  // Writing 128 MiB takes its time under the sanitizers: no write timeout.
   HttpServer server({.name = "huge",
                      .bind_address = "127.0.0.1:0",
+                     .write_timeout = std::chrono::seconds(3600),
                      .cert_pem = pem->cert_pem,
                      .key_pem = pem->key_pem});
   server.Handle("/big", [](const HttpRequest&) {
@@ -316,7 +318,7 @@ TEST(TransportLimitsTest, OversizedAnswersAndWatchEventsAreRefused) {
   config.server = "https://" + server.address();
   config.ca_pem = pem->cert_pem;
   Transport transport(config);
-  auto big = transport.Do("GET", "/big", "", "");
+  auto big = transport.Do("GET", "/big", "", "", std::chrono::minutes(10));
   ASSERT_FALSE(big.ok());
   EXPECT_EQ(big.status().code(), StatusCode::kUnavailable);
   EXPECT_NE(big.status().message().find("passed 128 MiB"), std::string::npos)
