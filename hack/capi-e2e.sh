@@ -11,7 +11,7 @@
 #
 # Suite flags go to the test binary, e.g. -ginkgo.focus 'quick-start' or -e2e.skip-cleanup.
 # The ctest test capi_e2e (labels nosan;integration) runs this against the ctest bed. Exit 77
-# (skipped) when the bed runs without the RKE2 providers.
+# (skipped) when the bed runs without the RKE2 providers, or a Cluster API other than v1.10.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 : "${CAPHV_TESTBED:?set CAPHV_TESTBED to the test bed directory}"
@@ -24,6 +24,12 @@ caphv_use_kubectl
 
 if ! grep -qx 'WITH_RKE2=1' "$CAPHV_TESTBED/env" 2>/dev/null; then
   echo "capi-e2e: skipped: the bed $CAPHV_TESTBED runs without the RKE2 providers (up --with-rke2)"
+  exit 77
+fi
+
+generation=$(sed -n 's/^CAPI_GENERATION=//p' "$CAPHV_TESTBED/env" 2>/dev/null)
+if [ "${generation:-1.10}" != 1.10 ]; then
+  echo "capi-e2e: skipped: the suite is Cluster API v1.10's and the bed $CAPHV_TESTBED runs v$generation"
   exit 77
 fi
 

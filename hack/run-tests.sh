@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Runs the test suites of both build trees: build/ (every test) and
-# build-asan/ (ASan+UBSan; not the `nosan` ones); after the former the
+# build-asan/ (ASan+UBSan; not the `nosan` ones), each on its own bed of the
+# Cluster API generation CAPHV_CAPI_REGULAR / CAPHV_CAPI_ASAN names (hack/testbed's
+# CAPHV_CAPI: 1.10, the default, or 1.14, which needs hack/build-testbins.sh
+# capi114 rke2-025); after the former the
 # ThreadSanitizer tree's client-runtime tests (build-tsan/), after the latter
 # the fuzz tree's targets (build-fuzz/, clang + libFuzzer, each for 30 s). Each tree has its own test
 # bed, so by default both run at the same time: the end-to-end scenarios
@@ -40,7 +43,7 @@ asan_tree() {
     [ "${PIPESTATUS[0]}" -eq 0 ] || return 1
     echo "[asan-build] built in $((SECONDS - t0)) s"
   fi
-  run_tree asan build-asan --timeout 1200 -j 1 -LE nosan
+  CAPHV_CAPI=${CAPHV_CAPI_ASAN:-1.10} run_tree asan build-asan --timeout 2700 -j 1 -LE nosan
 }
 
 # The fuzz tree (clang, libFuzzer): built after the ASan tree's tests, then
@@ -60,19 +63,20 @@ tsan_tree() {
   make --no-print-directory build-tsan 2>&1 | sed -u "s/^/[tsan-build] /"
   [ "${PIPESTATUS[0]}" -eq 0 ] || return 1
   echo "[tsan-build] built in $((SECONDS - t0)) s"
-  run_tree tsan build-tsan --timeout 1200 -j 1 -R '^(unit_kube|integration_kube)$'
+  run_tree tsan build-tsan --timeout 2700 -j 1 -R '^(unit_kube|integration_kube)$'
 }
 
 start=$(date +%s)
 rc_regular=0 rc_asan=0
 if [ "${CAPHV_TESTS_SERIAL:-0}" = 1 ]; then
-  run_tree regular build --timeout 1200 -j 1 || rc_regular=$?
+  CAPHV_CAPI=${CAPHV_CAPI_REGULAR:-1.10} run_tree regular build --timeout 2700 -j 1 || rc_regular=$?
   tsan_tree || rc_regular=$?
   asan_tree || rc_asan=$?
   fuzz_tree || rc_asan=$?
 else
   # Two branches of about equal length: regular + TSan, ASan + fuzz.
-  { rc=0; run_tree regular build --timeout 1200 -j 1 || rc=$?; tsan_tree || rc=1; exit "$rc"; } &
+  { rc=0; CAPHV_CAPI=${CAPHV_CAPI_REGULAR:-1.10} run_tree regular build --timeout 2700 -j 1 || rc=$?
+    tsan_tree || rc=1; exit "$rc"; } &
   regular=$!
   { rc=0; asan_tree || rc=$?; fuzz_tree || rc=1; exit "$rc"; } &
   asan=$!

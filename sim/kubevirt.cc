@@ -508,6 +508,28 @@ Object BuildNodeStatus(const Object& vm, const std::vector<Nic>& nics, bool read
   }
   const std::string now = Iso8601Now();
   Object conditions = Object::array();
+  // The kubelet posts the three pressure conditions before Ready
+  // (kubernetes pkg/kubelet/nodestatus/setters.go); once it stops posting,
+  // the node lifecycle controller turns them Unknown. Cluster API v1.11+
+  // computes a Machine's NodeHealthy from all four.
+  struct Pressure {
+    const char* type;
+    const char* reason;
+    const char* message;
+  };
+  for (const Pressure& p :
+       {Pressure{"MemoryPressure", "KubeletHasSufficientMemory",
+                 "kubelet has sufficient memory available"},
+        Pressure{"DiskPressure", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"},
+        Pressure{"PIDPressure", "KubeletHasSufficientPID",
+                 "kubelet has sufficient PID available"}}) {
+    conditions.push_back({{"type", p.type},
+                          {"status", ready ? "False" : "Unknown"},
+                          {"reason", ready ? p.reason : "NodeStatusUnknown"},
+                          {"message", ready ? p.message : "Kubelet stopped posting node status."},
+                          {"lastHeartbeatTime", now},
+                          {"lastTransitionTime", now}});
+  }
   conditions.push_back({{"type", "Ready"},
                         {"status", ready ? "True" : "False"},
                         {"reason", ready ? "KubeletReady" : "KubeletNotReady"},

@@ -106,6 +106,10 @@ CLI::App* AddGenerateCommand(CLI::App& app, GenerateFlags& f) {
   cmd->add_flag("--interactive", f.interactive,
                 "Ask for the values, offering what Harvester has (the flags are the defaults)");
   cmd->add_flag("--skip-class", f.skip_class, "Leave out the ClusterClass and its templates");
+  cmd->add_option("--rke2-api-version", o.rke2_api_version,
+                  "API of the RKE2 providers the ClusterClass refers to: v1beta1 (up to v0.21, "
+                  "Cluster API up to v1.10) or v1beta2 (v0.22 and later)")
+      ->capture_default_str();
   cmd->add_option("-o,--output", f.output,
                   "Write the YAML to FILE instead of stdout (- for stdout)");
   cmd->add_option("--kubeconfig", f.kubeconfig,

@@ -104,21 +104,26 @@ struct MachineAddress {
   bool operator==(const MachineAddress&) const = default;
 };
 
-// Cluster API (v1beta1 contract) FailureDomainSpec; status.failureDomains is a
-// map from the domain name to this.
-struct FailureDomainSpec {
-  bool control_plane = false;
+// Cluster API (v1beta2 contract) FailureDomain: status.failureDomains of an
+// infrastructure cluster is a list of these, keyed by name (the v1beta1
+// contract's map from name to {controlPlane, attributes} is gone). Upstream's
+// v0.3+ and Cluster API v1.11+ read this shape.
+struct FailureDomain {
+  std::string name;
+  std::optional<bool> control_plane;
   std::map<std::string, std::string> attributes;
 
   static constexpr bool kDescribed = true;
   template <typename Self, typename V>
   static void Describe(Self& self, V& v) {
+    v(self.name,
+      Field("name").Required().MinLength(1).MaxLength(256).Doc("Name of the failure domain."));
     v(self.control_plane,
       Field("controlPlane")
           .Doc("Whether the failure domain is suitable for control plane machines."));
     v(self.attributes, Field("attributes").Doc("Free-form attributes of the failure domain."));
   }
-  bool operator==(const FailureDomainSpec&) const = default;
+  bool operator==(const FailureDomain&) const = default;
 };
 
 // Cluster API v1beta2 contract: status.initialization.

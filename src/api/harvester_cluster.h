@@ -205,7 +205,7 @@ struct HarvesterClusterStatus {
   std::optional<bool> ready;
   std::optional<Initialization> initialization;
   std::vector<Condition> conditions;
-  std::map<std::string, FailureDomainSpec> failure_domains;
+  std::vector<FailureDomain> failure_domains;
   std::string failure_reason;
   std::string failure_message;
 
@@ -221,7 +221,10 @@ struct HarvesterClusterStatus {
                            .ListMapKeys({"type"})
                            .Doc("Observations of the cluster infrastructure state."));
     v(self.failure_domains,
-      Field("failureDomains").Doc("Failure domains available to machines, by name."));
+      Field("failureDomains")
+          .ListType("map")
+          .ListMapKeys({"name"})
+          .Doc("Failure domains available to machines (Cluster API v1beta2 contract: a list)."));
     v(self.failure_reason, Field("failureReason").Doc("Deprecated: terminal failure reason."));
     v(self.failure_message, Field("failureMessage").Doc("Deprecated: terminal failure message."));
   }

@@ -140,6 +140,7 @@ struct HarvesterMachineStatus {
   std::string failure_message;
   std::string allocated_ip_address;
   std::string allocated_pool_ref;
+  std::string failure_domain;
 
   static constexpr bool kDescribed = true;
   template <typename Self, typename V>
@@ -160,6 +161,10 @@ struct HarvesterMachineStatus {
       Field("allocatedIPAddress").Doc("IP allocated to the VM from an IP pool."));
     v(self.allocated_pool_ref,
       Field("allocatedPoolRef").Doc("IP pool allocatedIPAddress came from."));
+    v(self.failure_domain,
+      Field("failureDomain")
+          .Doc("Failure domain the machine was placed in (Cluster API v1beta2 contract; "
+               "Machine.spec.failureDomain, else spec.failureDomain)."));
   }
   bool operator==(const HarvesterMachineStatus&) const = default;
 };

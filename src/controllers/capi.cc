@@ -136,6 +136,15 @@ bool ClusterControlPlaneInitialized(const kube::Object& cluster) {
   return false;
 }
 
+std::string CapiVersionServed(const kube::Object& api_group) {
+  auto versions = api_group.find("versions");  // end() unless an object
+  if (versions == api_group.end() || !versions->is_array()) return "v1beta1";
+  for (const auto& v : *versions) {
+    if (v.is_object() && v.value("version", "") == "v1beta2") return "v1beta2";
+  }
+  return "v1beta1";
+}
+
 std::string BootstrapDataSecretName(const kube::Object& machine) {
   return Str(machine, {"spec", "bootstrap", "dataSecretName"});
 }

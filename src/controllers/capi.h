@@ -59,6 +59,13 @@ bool ClusterInfrastructureReady(const kube::Object& cluster);
 // Cluster API watches the workload cluster's Nodes itself.
 bool ClusterControlPlaneInitialized(const kube::Object& cluster);
 
+// The version of cluster.x-k8s.io to read Clusters and Machines at, from the
+// group's discovery document (GET /apis/cluster.x-k8s.io): v1beta2 when
+// served (Cluster API v1.11+), else v1beta1 (v1.9/v1.10, and when the
+// document is missing or unreadable). The fields CAPHV reads are at the same
+// paths in both, or read in both shapes (ClusterInfrastructureReady, ...).
+std::string CapiVersionServed(const kube::Object& api_group);
+
 // Machine spec.bootstrap.dataSecretName ("" while the bootstrap provider works).
 std::string BootstrapDataSecretName(const kube::Object& machine);
 

@@ -113,6 +113,7 @@ MachineObservation HarvesterMachineReconciler::Observe(Run& r) {
   if (machine) {
     o.machine_found = true;
     o.bootstrap_secret = BootstrapDataSecretName(*machine);
+    o.machine_failure_domain = Str(*machine, {"spec", "failureDomain"});
     o.machine_has_node_ref = !Str(*machine, {"status", "nodeRef", "name"}).empty();
     o.control_plane = LabelsOf(*machine).contains(std::string(kControlPlaneLabel));
   }

@@ -34,6 +34,12 @@ class Planner {
   void Run() {
     plan_.status = obs_.hm.status;
     SyncPaused(conditions_, obs_.paused);
+    if (!obs_.paused) {
+      // The v1beta2 contract's status.failureDomain: where the machine is.
+      plan_.status.failure_domain = obs_.machine_failure_domain.empty()
+                                        ? obs_.hm.spec.failure_domain
+                                        : obs_.machine_failure_domain;
+    }
     if (obs_.paused) {
       plan_.wait = Wait::ForEvent("paused");
     } else if (obs_.deleting) {

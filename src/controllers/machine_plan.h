@@ -162,8 +162,9 @@ struct MachineObservation {
 
   // Cluster API.
   bool machine_found = false;
-  bool control_plane = false;    // the machine or its Machine is labelled control plane
-  std::string bootstrap_secret;  // Machine.spec.bootstrap.dataSecretName
+  bool control_plane = false;          // the machine or its Machine is labelled control plane
+  std::string bootstrap_secret;        // Machine.spec.bootstrap.dataSecretName
+  std::string machine_failure_domain;  // Machine.spec.failureDomain
   bool machine_has_node_ref = false;
   std::string cluster_name;
   bool cluster_found = false;

@@ -81,7 +81,8 @@ kube::Predicates MachineFieldsChanged() {
   auto relevant = [](const Object& m) {
     return std::make_tuple(BootstrapDataSecretName(m), Str(m, {"status", "nodeRef", "name"}),
                            IsPaused(nullptr, m), IsDeleting(m),
-                           Str(m, {"spec", "infrastructureRef", "name"}));
+                           Str(m, {"spec", "infrastructureRef", "name"}),
+                           Str(m, {"spec", "failureDomain"}));
   };
   kube::Predicates p;
   p.update = [relevant](const Object& old_obj, const Object& new_obj) {
@@ -94,6 +95,7 @@ kube::Predicates MachineFieldsChanged() {
 
 struct Controllers::Impl {
   ControllerOptions options;
+  std::string capi_version;  // of cluster.x-k8s.io read (CapiVersionServed)
   Context ctx;
   std::unique_ptr<HarvesterClusterReconciler> cluster_reconciler;
   std::unique_ptr<HarvesterMachineReconciler> machine_reconciler;
@@ -181,8 +183,17 @@ kube::StatusOr<std::unique_ptr<Controllers>> Controllers::New(std::shared_ptr<ku
       informer(api::ResourceOf(api::Kind::kHarvesterCluster), true, /*resync=*/true);
   ctx.harvester_machines =
       informer(api::ResourceOf(api::Kind::kHarvesterMachine), true, /*resync=*/true);
-  ctx.clusters = informer(harvester::kCapiClusters, true, false);
-  ctx.machines = informer(harvester::kCapiMachines, true, false);
+  // Clusters and Machines at the newest version served: v1beta1 stops being
+  // served in 2027, and v1beta2 keeps what CAPHV reads at the same paths.
+  {
+    auto group = mgmt->GetPath("/apis/" + std::string(kCapiGroup));
+    impl->capi_version = CapiVersionServed(group.ok() ? *group : kube::Object());
+  }
+  kube::GroupVersionResource capi_clusters = harvester::kCapiClusters;
+  kube::GroupVersionResource capi_machines = harvester::kCapiMachines;
+  capi_clusters.version = capi_machines.version = impl->capi_version;
+  ctx.clusters = informer(capi_clusters, true, false);
+  ctx.machines = informer(capi_machines, true, false);
   {
     kube::InformerOptions o;
     o.gvr = kube::resources::kSecrets;
@@ -302,7 +313,8 @@ kube::Status Controllers::Run(std::stop_token leading) {
   Context& ctx = impl_->ctx;
   auto log = kube::log::Root().WithName("controllers");
   log.Info("Starting controllers", {{"managementClusterId", ctx.management_cluster_id},
-                                    {"namespace", impl_->options.watch_namespace}});
+                                    {"namespace", impl_->options.watch_namespace},
+                                    {"clusterAPIVersion", impl_->capi_version}});
   kube::Status cluster_status, machine_status;
   {
     // Exceptions never cross a thread top: logged, and the controller fails.

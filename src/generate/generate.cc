@@ -111,8 +111,39 @@ std::string RkeVersion(std::string_view version) {
   return v;
 }
 
+namespace {
+void RewriteRke2ApiVersions(Json& node, const std::string& version, int depth) {
+  if (depth > 64) return;  // our own template: a few levels deep
+  if (node.is_array()) {
+    for (auto& item : node) RewriteRke2ApiVersions(item, version, depth + 1);
+    return;
+  }
+  if (!node.is_object()) return;
+  for (auto& [key, value] : node.items()) {
+    if (key == "apiVersion" && value.is_string()) {
+      const std::string api_version = value.get<std::string>();
+      for (const char* group : {"controlplane.cluster.x-k8s.io/", "bootstrap.cluster.x-k8s.io/"}) {
+        if (api_version.starts_with(group)) value = std::string(group) + version;
+      }
+    } else {
+      RewriteRke2ApiVersions(value, version, depth + 1);
+    }
+  }
+}
+}  // namespace
+
+void UseRke2ApiVersion(std::vector<Json>& class_docs, std::string_view version) {
+  for (auto& doc : class_docs) RewriteRke2ApiVersions(doc, std::string(version), 0);
+}
+
 Status Validate(const Options& o) {
   if (o.name.empty()) return Bad("--name", "required");
+  if (o.rke2_api_version != "v1beta1" && o.rke2_api_version != "v1beta2") {
+    return Bad("--rke2-api-version",
+               Quote(o.rke2_api_version) +
+                   " is not an API version of the RKE2 providers (v1beta1: up to v0.21, with "
+                   "Cluster API up to v1.10; v1beta2: v0.22 and later)");
+  }
   if (!IsDnsLabel(o.name)) {
     return Bad("--name", Quote(o.name) +
                              " is not a valid cluster name (lower case letters, digits and '-', "
@@ -248,6 +279,7 @@ kube::StatusOr<std::vector<Json>> Build(const Options& o, std::string_view kubec
   if (o.with_class && o.cls == kDefaultClass) {
     auto docs = ParseTemplate(kClusterClassTemplate, vars);
     if (docs.empty()) return Status(StatusCode::kInternal, "the ClusterClass template is missing");
+    UseRke2ApiVersion(docs, o.rke2_api_version);
     for (auto& d : docs) {
       d["metadata"]["namespace"] = ns;
       objects.push_back(std::move(d));
@@ -389,6 +421,10 @@ kube::StatusOr<kube::GroupVersionResource> ResourceOf(const Json& object) {
        {"controlplane.cluster.x-k8s.io", "v1beta1", "rke2controlplanetemplates", true}},
       {"bootstrap.cluster.x-k8s.io/v1beta1/RKE2ConfigTemplate",
        {"bootstrap.cluster.x-k8s.io", "v1beta1", "rke2configtemplates", true}},
+      {"controlplane.cluster.x-k8s.io/v1beta2/RKE2ControlPlaneTemplate",
+       {"controlplane.cluster.x-k8s.io", "v1beta2", "rke2controlplanetemplates", true}},
+      {"bootstrap.cluster.x-k8s.io/v1beta2/RKE2ConfigTemplate",
+       {"bootstrap.cluster.x-k8s.io", "v1beta2", "rke2configtemplates", true}},
   };
   const std::string key =
       object.value("apiVersion", std::string()) + "/" + object.value("kind", std::string());

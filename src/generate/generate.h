@@ -60,9 +60,20 @@ struct Options {
   std::string fleet_addon_repo;
   std::string fleet_addon_branch = "main";
   bool with_class = true;  // the ClusterClass and its templates too
+  // The RKE2 providers' API the ClusterClass refers to: v1beta1 (RKE2
+  // providers up to v0.21, Cluster API up to v1.10) or v1beta2 (v0.22 and
+  // later, with Cluster API v1.11 and later).
+  std::string rke2_api_version = "v1beta1";
 
   std::string Namespace() const { return ns.empty() ? name : ns; }
 };
+
+// Rewrites the ClusterClass harvester-rke2 and its templates (as parsed from
+// its template) to refer to the RKE2 providers' API `version` ("v1beta1" or
+// "v1beta2"): the class's refs, its patches' selectors and the RKE2 template
+// objects. Cluster API matches a patch's selector by apiVersion, so a class
+// must name the version Cluster API reads the templates at.
+void UseRke2ApiVersion(std::vector<api::Json>& class_docs, std::string_view version);
 
 // OK, or kInvalidArgument with one line naming the flag and what is wrong
 // ("--gateway: \"10.0.0\" is not an IPv4 address"). Does not read files.

@@ -29,8 +29,9 @@ inline const kube::GroupVersionResource kLoadBalancers{"loadbalancer.harvesterhc
 inline const kube::GroupVersionResource kRancherTokens{"management.cattle.io", "v3", "tokens",
                                                        false};
 
-// Cluster API core (the v1beta1 contract of CAPI v1.9/v1.10; served by later
-// releases too).
+// Cluster API core at v1beta1 (served by v1.9 through v1.15). The manager
+// reads Clusters and Machines at the newest version the management cluster
+// serves instead (controllers::CapiVersionServed); these are the fallback.
 inline const kube::GroupVersionResource kCapiClusters{"cluster.x-k8s.io", "v1beta1", "clusters",
                                                       true};
 inline const kube::GroupVersionResource kCapiMachines{"cluster.x-k8s.io", "v1beta1", "machines",

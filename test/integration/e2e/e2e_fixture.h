@@ -108,6 +108,15 @@ inline std::string Str(const Object& o, const std::string& pointer) {
 
 inline std::string NameOf(const Object& o) { return Str(o, "/metadata/name"); }
 
+// The Cluster API generation of the bed (hack/testbed: CAPHV_CAPI, kept as
+// CAPI_GENERATION in DIR/env): "1.10" (RKE2 providers v0.21, API v1beta1)
+// or "1.14" (RKE2 providers v0.25, v1beta2).
+inline std::string CapiGeneration() {
+  const std::string g = Testbed::Get().EnvValue("CAPI_GENERATION");
+  return g.empty() ? "1.10" : g;
+}
+inline std::string Rke2ApiVersion() { return CapiGeneration() == "1.10" ? "v1beta1" : "v1beta2"; }
+
 // A metav1.Condition (or CAPI condition) of `status.conditions` by type;
 // an empty object when absent.
 inline Object ConditionOf(const Object& o, const std::string& type) {

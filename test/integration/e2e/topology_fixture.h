@@ -16,6 +16,7 @@
 
 #include "api/yaml.h"
 #include "e2e_fixture.h"
+#include "generate/generate.h"
 #include "kube/transport.h"
 #include "support/webhook_configs.h"
 
@@ -85,10 +86,20 @@ class TopologyFixture : public E2ETest {
                          const std::string& name = "harvester-rke2") {
     const std::string kubectl =
         "kubectl --kubeconfig '" + Testbed::Get().KubeconfigPath(caphv::testing::kMgmt) + "' ";
+    std::string applied = file;
+    if (Rke2ApiVersion() != "v1beta1" &&
+        file == caphv::testing::SourcePath("templates/clusterclass-harvester-rke2.yaml")) {
+      // What `caphv generate --rke2-api-version v1beta2` makes of the class.
+      auto docs = api::ParseYaml(ReadWholeFile(file));
+      ASSERT_TRUE(docs.ok()) << docs.status().ToString();
+      generate::UseRke2ApiVersion(*docs, Rke2ApiVersion());
+      applied = Testbed::Get().dir() + "/clusterclass-" + ns() + ".yaml";
+      std::ofstream(applied) << generate::ToYamlStream(*docs);
+    }
     std::string out;
-    ASSERT_EQ(
-        caphv::testing::RunCommand(kubectl + "apply -n " + ns() + " -f '" + file + "' 2>&1", &out),
-        0)
+    ASSERT_EQ(caphv::testing::RunCommand(
+                  kubectl + "apply -n " + ns() + " -f '" + applied + "' 2>&1", &out),
+              0)
         << out;
     Object cc;
     ASSERT_TRUE(Eventually(

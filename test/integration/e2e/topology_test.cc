@@ -231,7 +231,12 @@ TEST_F(TopologyTest, ClusterOfClassHarvesterRke2ProvisionsScalesAndIsDeleted) {
   EXPECT_TRUE(Eventually(
       [&] {
         auto got = mgmt_->Get(kControlPlanes, ns(), Str(c, "/spec/controlPlaneRef/name"));
-        return got.ok() && (*got)["status"].value("readyReplicas", 0) == 3;
+        if (!got.ok()) return false;
+        // RKE2 v0.21 counts them at status.readyReplicas; v0.25, read at
+        // v1beta1, at status.v1beta2.readyReplicas (the v1beta2 meaning).
+        const Object& st = (*got)["status"];
+        return st.value("readyReplicas", 0) == 3 ||
+               (st.contains("v1beta2") && st["v1beta2"].value("readyReplicas", 0) == 3);
       },
       kWait, kPoll))
       << DumpOf(mgmt_->Get(kControlPlanes, ns(), Str(c, "/spec/controlPlaneRef/name")));

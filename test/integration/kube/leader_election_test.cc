@@ -290,13 +290,23 @@ TEST_F(LeaderElectionTest, OnLostRunsAtOnceWithoutWaitingForTheLeadingWork) {
                                                       lost++;
                                                     }});
   });
+  // Whatever fails below, the work ends before `guard` joins its thread.
+  struct ReleaseOnExit {
+    std::atomic<bool>& release;
+    ~ReleaseOnExit() { release.store(true); }
+  } release_on_exit{release};
   ASSERT_TRUE(testing::Eventually([&] { return (*elector)->IsLeader(); }, 10s));
-  // An intruder takes the lease for an hour.
-  auto got = client_->Get(resources::kLeases, ns_.name(), lease_);
-  ASSERT_TRUE(got.ok());
-  Object lease = *got;
-  LeaseRecord{"intruder", 3600, MicroTimeNow(), MicroTimeNow(), 9}.ToLease(lease);
-  ASSERT_TRUE(client_->Update(resources::kLeases, ns_.name(), lease).ok());
+  // An intruder takes the lease for an hour (again if the elector renewed
+  // it between the read and the write: 409 Conflict).
+  ASSERT_TRUE(testing::Eventually(
+      [&] {
+        auto got = client_->Get(resources::kLeases, ns_.name(), lease_);
+        if (!got.ok()) return false;
+        Object lease = *got;
+        LeaseRecord{"intruder", 3600, MicroTimeNow(), MicroTimeNow(), 9}.ToLease(lease);
+        return client_->Update(resources::kLeases, ns_.name(), lease).ok();
+      },
+      5s));
   // Renew deadline (3 s) plus a retry and request latency.
   EXPECT_TRUE(testing::Eventually([&] { return lost.load() == 1; }, 6s));
   EXPECT_FALSE(work_done_at_lost.load()) << "on_lost waited for the leading work";

@@ -70,6 +70,23 @@ TEST(CapiTest, InfrastructureReadyInBothContracts) {
       Object{{"status", {{"initialization", {{"infrastructureProvisioned", true}}}}}}));
 }
 
+TEST(CapiTest, ClusterApiObjectsAreReadAtTheNewestVersionServed) {
+  // Cluster API v1.11 and later serve v1beta2 (v1.14: v1beta1 and v1beta2).
+  EXPECT_EQ(CapiVersionServed(Object::parse(R"({"kind":"APIGroup","name":"cluster.x-k8s.io",
+      "versions":[{"groupVersion":"cluster.x-k8s.io/v1beta2","version":"v1beta2"},
+                  {"groupVersion":"cluster.x-k8s.io/v1beta1","version":"v1beta1"}],
+      "preferredVersion":{"version":"v1beta2"}})")),
+            "v1beta2");
+  // v1.10 serves v1beta1 (and the older v1alpha versions are gone).
+  EXPECT_EQ(
+      CapiVersionServed(Object::parse(
+          R"({"versions":[{"version":"v1beta1"}],"preferredVersion":{"version":"v1beta1"}})")),
+      "v1beta1");
+  // No discovery document (Cluster API not installed yet, or unreadable).
+  EXPECT_EQ(CapiVersionServed(Object()), "v1beta1");
+  EXPECT_EQ(CapiVersionServed(Object{{"versions", "v1beta2"}}), "v1beta1");
+}
+
 TEST(CapiTest, BootstrapDataSecretName) {
   EXPECT_EQ(BootstrapDataSecretName(Object{{"spec", {{"bootstrap", {{"dataSecretName", "b"}}}}}}),
             "b");

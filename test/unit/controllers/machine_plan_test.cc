@@ -28,6 +28,20 @@ TEST(MachinePlanTest, WaitsForClusterApiToSetTheOwnerMachine) {
   EXPECT_EQ(p.wait.kind, Wait::Kind::kEvent);
 }
 
+TEST(MachinePlanTest, ReportsTheFailureDomainTheMachineIsIn) {
+  auto o = Base(false);
+  EXPECT_EQ(PlanMachine(o).status.failure_domain, "");
+  // The HarvesterMachine's own field, unless its Machine names one.
+  o.hm.spec.failure_domain = "zone-a";
+  EXPECT_EQ(PlanMachine(o).status.failure_domain, "zone-a");
+  o.machine_failure_domain = "zone-b";
+  EXPECT_EQ(PlanMachine(o).status.failure_domain, "zone-b");
+  // Paused: the status stays as it was reported.
+  o.paused = true;
+  o.hm.status.failure_domain = "zone-a";
+  EXPECT_EQ(PlanMachine(o).status.failure_domain, "zone-a");
+}
+
 TEST(MachinePlanTest, AddsTheFinalizerBeforeAnythingElse) {
   auto o = Base(false);
   o.has_finalizer = false;

@@ -272,6 +272,55 @@ TEST(Generate, NamespaceDefaultsToTheNameAndTheClassCanBeLeftOut) {
   EXPECT_EQ((*Find(objects, "Cluster"))["metadata"]["namespace"], "production-cluster");
 }
 
+// The RKE2 providers v0.22+ serve their templates at v1beta2 to Cluster API
+// v1.11+, which matches a patch's selector by apiVersion: the class names
+// that version everywhere (refs, selectors, the templates), and only the
+// RKE2 providers' apiVersions change.
+TEST(Generate, TheClassRefersToTheRke2ApiVersionAsked) {
+  std::function<void(const Json&, std::vector<std::string>&)> api_versions =
+      [&](const Json& node, std::vector<std::string>& out) {
+        if (node.is_array()) {
+          for (const auto& item : node) api_versions(item, out);
+        } else if (node.is_object()) {
+          for (const auto& [key, value] : node.items()) {
+            if (key == "apiVersion" && value.is_string()) {
+              out.push_back(value.get<std::string>());
+            } else {
+              api_versions(value, out);
+            }
+          }
+        }
+      };
+  auto collect = [&](const std::vector<Json>& objects) {
+    std::vector<std::string> out;
+    for (const auto& o : objects) api_versions(o, out);
+    return out;
+  };
+  Options o = Seed();
+  const auto v1 = collect(MustBuild(o));
+  o.rke2_api_version = "v1beta2";
+  const auto v2 = collect(MustBuild(o));
+  ASSERT_EQ(v1.size(), v2.size());
+  size_t rke2 = 0;
+  for (size_t i = 0; i < v1.size(); ++i) {
+    if (v1[i].starts_with("controlplane.cluster.x-k8s.io/") ||
+        v1[i].starts_with("bootstrap.cluster.x-k8s.io/")) {
+      ++rke2;
+      EXPECT_TRUE(v1[i].ends_with("/v1beta1")) << v1[i];
+      EXPECT_EQ(v2[i], v1[i].substr(0, v1[i].find('/')) + "/v1beta2");
+    } else {
+      EXPECT_EQ(v2[i], v1[i]);
+    }
+  }
+  // The control plane's ref, the worker's bootstrap ref, the cni patch's
+  // selector, the two templates; the Cluster's controlPlaneRef is CAPI's.
+  EXPECT_GE(rke2, 5u);
+  o.with_class = false;
+  for (const auto& object : MustBuild(o)) EXPECT_TRUE(ResourceOf(object).ok()) << object["kind"];
+  o.with_class = true;
+  for (const auto& object : MustBuild(o)) EXPECT_TRUE(ResourceOf(object).ok()) << object["kind"];
+}
+
 TEST(Generate, EveryObjectHasAKnownResource) {
   Options o = Seed();
   for (const auto& object : MustBuild(o)) EXPECT_TRUE(ResourceOf(object).ok()) << object["kind"];
@@ -319,6 +368,8 @@ TEST(Generate, BadFlagsGiveOneLineNamingTheFlag) {
       {[](Options& o) { o.fleet_addon_repo = "addons"; },
        "--fleet-addon-repo: \"addons\" is not a git URL"},
       {[](Options& o) { o.harvester_kubeconfig = ""; }, "--harvester-kubeconfig: required"},
+      {[](Options& o) { o.rke2_api_version = "v1alpha4"; },
+       "--rke2-api-version: \"v1alpha4\" is not an API version of the RKE2 providers"},
   };
   for (const auto& c : cases) {
     Options o = Seed();

@@ -296,12 +296,24 @@ TEST(BuildNode, TaintedUntilTheCloudProviderRuns) {
   EXPECT_FALSE(node["spec"].contains("providerID"));
   EXPECT_EQ(ProviderIdFor(vm), "harvester://1111-2222");
   auto status = BuildNodeStatus(vm, PlanNics(vm, kNetworkV1), true);
-  EXPECT_EQ(status["conditions"][0]["status"], "True");
+  auto condition = [](const Object& st, const std::string& type) {
+    for (const auto& c : st["conditions"]) {
+      if (c["type"] == type) return c["status"].get<std::string>();
+    }
+    return std::string("absent");
+  };
+  // All four a kubelet posts: Cluster API v1.11+ needs them for NodeHealthy.
+  EXPECT_EQ(condition(status, "Ready"), "True");
+  EXPECT_EQ(condition(status, "MemoryPressure"), "False");
+  EXPECT_EQ(condition(status, "DiskPressure"), "False");
+  EXPECT_EQ(condition(status, "PIDPressure"), "False");
   EXPECT_EQ(status["addresses"][0]["type"], "InternalIP");
   EXPECT_EQ(status["addresses"][0]["address"], "10.0.10.23");
   EXPECT_EQ(status["addresses"][1]["type"], "Hostname");
   EXPECT_EQ(status["capacity"]["memory"], "4Gi");
-  EXPECT_EQ(BuildNodeStatus(vm, {}, false)["conditions"][0]["status"], "False");
+  auto stopped = BuildNodeStatus(vm, {}, false);
+  EXPECT_EQ(condition(stopped, "Ready"), "False");
+  EXPECT_EQ(condition(stopped, "MemoryPressure"), "Unknown");
 }
 
 TEST(NodeSpecPatch, DropsTaintsSetsProviderIdAndGuardsWithTheResourceVersion) {
