@@ -6,7 +6,9 @@
 #                                    CAPHV_LOG_LEVEL, CAPHV_CONCURRENCY, CAPHV_WATCH_FILTER
 #   metadata.yaml                    clusterctl's release series -> contract
 #   cluster-template*.yaml           the clusterctl flavors (templates/)
-#   clusterclass-harvester-rke2.yaml the ClusterClass (templates/)
+#   clusterclass-harvester-rke2.yaml the ClusterClass (templates/), RKE2 providers up to v0.21
+#   clusterclass-harvester-rke2-v1beta2.yaml
+#                                    the same for the RKE2 providers v0.22+ (their API v1beta2)
 #   clusterresourceset-*.yaml        the addons of the ClusterClass's clusters: the Harvester
 #                                    cloud provider and CSI driver (templates/)
 #   machinehealthcheck-harvester-rke2.yaml
@@ -81,6 +83,10 @@ awk '
 cp "$root/metadata.yaml" "$out/"
 cp "$root"/templates/cluster-template*.yaml "$out/"
 cp "$root/templates/clusterclass-harvester-rke2.yaml" "$out/"
+# The same class for the RKE2 providers v0.22+ (Cluster API v1.11+): their two groups at
+# v1beta2, everything else as is (what caphv generate --rke2-api-version v1beta2 does).
+sed -E 's#^([[:space:]]*(- )?apiVersion: (controlplane|bootstrap)\.cluster\.x-k8s\.io)/v1beta1[[:space:]]*$#\1/v1beta2#' \
+  "$root/templates/clusterclass-harvester-rke2.yaml" >"$out/clusterclass-harvester-rke2-v1beta2.yaml"
 cp "$root"/templates/clusterresourceset-*.yaml "$out/"
 cp "$root/templates/machinehealthcheck-harvester-rke2.yaml" "$out/"
 

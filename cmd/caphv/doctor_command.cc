@@ -242,7 +242,9 @@ const Provider kProviders[] = {
      "clusterctl init",
      {"cluster.x-k8s.io", "v1beta1", "clusters", true},
      "Cluster",
-     "{}",
+     // Cluster API v1.11+ wants a controlPlaneRef, infrastructureRef or topology.
+     R"({"infrastructureRef":{"apiVersion":"infrastructure.cluster.x-k8s.io/v1alpha1",
+         "kind":"HarvesterCluster","name":"caphv-doctor-probe"}})",
      "cluster.x-k8s.io/provider=cluster-api",
      "check the Cluster API controller (kubectl -n capi-system get pods; its logs)"},
     {"RKE2 control-plane provider",

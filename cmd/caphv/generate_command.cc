@@ -181,10 +181,38 @@ int WriteObjects(const std::string& output, const std::vector<Json>& objects, st
   return 0;
 }
 
-int ApplyAndWait(kube::Client& client, const GenerateFlags& f, const std::vector<Json>& objects,
+// The class's RKE2 refs at the API the management cluster's RKE2 providers
+// serve (v1beta2 from v0.22, which Cluster API v1.11+ matches patch selectors
+// against), unless --rke2-api-version chose one.
+namespace {
+std::vector<Json> AtServedRke2Api(kube::Client& client, const GenerateFlags& f,
+                                  const std::vector<Json>& objects, std::ostream& err) {
+  std::vector<Json> out = objects;
+  if (f.given.contains("--rke2-api-version")) return out;
+  auto group = client.GetPath("/apis/controlplane.cluster.x-k8s.io");
+  if (!group.ok()) return out;  // not installed: Cluster API's webhook says so
+  const std::string version = kube::ServesVersion(*group, "v1beta2") ? "v1beta2" : "v1beta1";
+  if (version == f.options.rke2_api_version) return out;
+  std::vector<size_t> at;
+  std::vector<Json> class_docs;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (!IsClassObject(out[i])) continue;
+    at.push_back(i);
+    class_docs.push_back(out[i]);
+  }
+  if (class_docs.empty()) return out;
+  generate::UseRke2ApiVersion(class_docs, version);
+  for (size_t k = 0; k < at.size(); ++k) out[at[k]] = std::move(class_docs[k]);
+  err << "the RKE2 providers serve " << version << ": the ClusterClass refers to that API\n";
+  return out;
+}
+}  // namespace
+
+int ApplyAndWait(kube::Client& client, const GenerateFlags& f, const std::vector<Json>& given,
                  std::ostream& err) {
   const auto& o = f.options;
   const std::string ns = o.Namespace();
+  const std::vector<Json> objects = AtServedRke2Api(client, f, given, err);
   // The class only when the namespace lacks it.
   bool have_class = false;
   if (auto got = client.Get(kClusterClasses, ns, o.cls); got.ok()) {

@@ -137,12 +137,7 @@ bool ClusterControlPlaneInitialized(const kube::Object& cluster) {
 }
 
 std::string CapiVersionServed(const kube::Object& api_group) {
-  auto versions = api_group.find("versions");  // end() unless an object
-  if (versions == api_group.end() || !versions->is_array()) return "v1beta1";
-  for (const auto& v : *versions) {
-    if (v.is_object() && v.value("version", "") == "v1beta2") return "v1beta2";
-  }
-  return "v1beta1";
+  return kube::ServesVersion(api_group, "v1beta2") ? "v1beta2" : "v1beta1";
 }
 
 std::string BootstrapDataSecretName(const kube::Object& machine) {

@@ -26,4 +26,13 @@ std::string KeyOf(const Object& o) {
   return ns.empty() ? NameOf(o) : ns + "/" + NameOf(o);
 }
 
+bool ServesVersion(const Object& api_group, std::string_view version) {
+  auto versions = api_group.find("versions");  // end() unless an object
+  if (versions == api_group.end() || !versions->is_array()) return false;
+  for (const auto& v : *versions) {
+    if (v.is_object() && v.value("version", "") == version) return true;
+  }
+  return false;
+}
+
 }  // namespace caphv::kube

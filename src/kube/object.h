@@ -16,6 +16,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 
 namespace caphv::kube {
 
@@ -28,5 +29,9 @@ std::string ResourceVersionOf(const Object& o);
 std::string UidOf(const Object& o);
 // "ns/name", or "name" for cluster-scoped objects: the cache key.
 std::string KeyOf(const Object& o);
+
+// Whether an APIGroup discovery document (GET /apis/<group>) lists `version`
+// among the versions served; false when the document is not one.
+bool ServesVersion(const Object& api_group, std::string_view version);
 
 }  // namespace caphv::kube

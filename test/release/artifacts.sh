@@ -12,6 +12,7 @@ check "SHA256SUMS lists every file and matches" bash -c "cd '$REL' && sha256sum 
   [ \"\$(ls | grep -vx SHA256SUMS | sort)\" = \"\$(awk '{print \$2}' SHA256SUMS | sort)\" ]"
 for f in infrastructure-components.yaml metadata.yaml cluster-template.yaml cluster-template-rke2.yaml \
   cluster-template-rke2-dhcp.yaml cluster-template-kubeadm.yaml clusterclass-harvester-rke2.yaml \
+  clusterclass-harvester-rke2-v1beta2.yaml \
   clusterresourceset-harvester-cloud-provider.yaml clusterresourceset-harvester-csi-driver.yaml \
   machinehealthcheck-harvester-rke2.yaml capiprovider-harvester.yaml "caphv-${VERSION#v}.tgz" \
   caphv-dashboard.json caphv-alerts.yaml; do
@@ -126,6 +127,59 @@ s = p["spec"]
 assert s["name"] == "harvester" and s["type"] == "infrastructure" and s["version"] == sys.argv[2], s
 assert s["fetchConfig"]["url"].endswith("/" + sys.argv[2] + "/infrastructure-components.yaml"), s
 PY
+
+# --- The class for the RKE2 providers v0.22+: the same documents, every apiVersion (and ref) of
+# the two RKE2 groups at v1beta2, nothing else changed.
+check "clusterclass-harvester-rke2-v1beta2.yaml: the RKE2 groups at v1beta2, the rest as is" python3 - \
+  "$REL/clusterclass-harvester-rke2.yaml" "$REL/clusterclass-harvester-rke2-v1beta2.yaml" <<'PY'
+import sys, yaml
+old, new = ([d for d in yaml.safe_load_all(open(f)) if d] for f in sys.argv[1:3])
+groups = ("controlplane.cluster.x-k8s.io/", "bootstrap.cluster.x-k8s.io/")
+moved = 0
+def walk(a, b):
+    global moved
+    if isinstance(a, dict):
+        assert isinstance(b, dict) and a.keys() == b.keys(), (a, b)
+        for k in a:
+            if k == "apiVersion" and isinstance(a[k], str) and a[k].startswith(groups):
+                assert a[k].endswith("/v1beta1") and b[k] == a[k][:-len("v1beta1")] + "v1beta2", (a[k], b[k])
+                moved += 1
+            else:
+                walk(a[k], b[k])
+    elif isinstance(a, list):
+        assert isinstance(b, list) and len(a) == len(b), (a, b)
+        for x, y in zip(a, b):
+            walk(x, y)
+    else:
+        assert a == b, (a, b)
+walk(old, new)
+kinds = {d["kind"] for d in new if d["apiVersion"].endswith("/v1beta2")}
+assert kinds == {"RKE2ControlPlaneTemplate", "RKE2ConfigTemplate"}, kinds
+assert moved >= 4, moved  # the two templates, the class's refs to them, the patches' selectors
+PY
+
+# The chart's class with clusterClass.rke2ApiVersion=v1beta2 is that file (but its namespace).
+if "$HELM" template caphv "$REL/caphv-${VERSION#v}.tgz" -n team-a --set clusterClass.enabled=true \
+  --set clusterClass.rke2ApiVersion=v1beta2 --show-only templates/clusterclass.yaml >"$work/cc2.yaml" 2>"$work/err"; then
+  check "helm clusterClass.rke2ApiVersion=v1beta2: the release's v1beta2 class" python3 - \
+    "$work/cc2.yaml" "$REL/clusterclass-harvester-rke2-v1beta2.yaml" <<'PY'
+import sys, yaml
+chart, rel = ([d for d in yaml.safe_load_all(open(f)) if d] for f in sys.argv[1:3])
+for d in rel:
+    d["metadata"]["namespace"] = "team-a"
+key = lambda d: (d["kind"], d["metadata"]["name"])
+for d in chart:
+    d["metadata"].pop("labels", None)
+for d in rel:
+    d["metadata"].pop("labels", None)
+assert sorted(chart, key=key) == sorted(rel, key=key), [key(d) for d in chart]
+PY
+else
+  fail "helm template clusterClass.rke2ApiVersion=v1beta2: $(cat "$work/err")"
+fi
+check "helm clusterClass.rke2ApiVersion=v1 is refused naming the value" bash -c "! '$HELM' template caphv \
+  '$REL/caphv-${VERSION#v}.tgz' --set clusterClass.enabled=true --set clusterClass.rke2ApiVersion=v1 2>&1 >/dev/null |
+  grep -q 'clusterClass.rke2ApiVersion: \"v1\" is not an API of the RKE2 providers'"
 
 # --- The ClusterClass's addons, rendered as the operations guide says (clusterctl generate
 # yaml): their variables, and what they install, against what the ClusterClass tells CAPHV
