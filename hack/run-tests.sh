@@ -2,8 +2,11 @@
 # Runs the test suites of both build trees: build/ (every test) and
 # build-asan/ (ASan+UBSan; not the `nosan` ones), each on its own bed of the
 # Cluster API generation CAPHV_CAPI_REGULAR / CAPHV_CAPI_ASAN names (hack/testbed's
-# CAPHV_CAPI: 1.10, the default, or 1.14, which needs hack/build-testbins.sh
-# capi114 rke2-025); after the former the
+# CAPHV_CAPI): the regular tree on 1.10 (Cluster API v1.10.10, the RKE2 providers
+# v0.21.1: the seeds' pair, the Go provider v0.2.9 and Cluster API's own specs),
+# the ASan tree on 1.14 (v1.14.2 and v0.25.0, contract v1beta2) when
+# hack/build-testbins.sh built them (it skips them with a message under a Go
+# older than 1.26; the ASan tree then stays on 1.10); after the former the
 # ThreadSanitizer tree's client-runtime tests (build-tsan/), after the latter
 # the fuzz tree's targets (build-fuzz/, clang + libFuzzer, each for 30 s). Each tree has its own test
 # bed, so by default both run at the same time: the end-to-end scenarios
@@ -33,6 +36,17 @@ run_tree() {
 }
 
 build_asan=0
+cache=${CAPHV_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/caphv}
+if [ -z "${CAPHV_CAPI_ASAN:-}" ]; then
+  if [ -x "$cache/bin/capi-1.14/cluster-api" ] && [ -x "$cache/bin/capi-1.14/rke2-controlplane" ]; then
+    CAPHV_CAPI_ASAN=1.14
+  else
+    CAPHV_CAPI_ASAN=1.10
+    echo "tests: Cluster API v1.14 is not built (hack/build-testbins.sh capi114 rke2-025):" \
+      "the ASan tree's bed runs v1.10 too"
+  fi
+fi
+echo "tests: the regular tree on Cluster API ${CAPHV_CAPI_REGULAR:-1.10}, the ASan tree on $CAPHV_CAPI_ASAN"
 [ "${1:-}" = --build-asan ] && build_asan=1
 
 # The ASan tree: built first when asked (its compiler output prefixed too).
@@ -43,7 +57,7 @@ asan_tree() {
     [ "${PIPESTATUS[0]}" -eq 0 ] || return 1
     echo "[asan-build] built in $((SECONDS - t0)) s"
   fi
-  CAPHV_CAPI=${CAPHV_CAPI_ASAN:-1.10} run_tree asan build-asan --timeout 2700 -j 1 -LE nosan
+  CAPHV_CAPI=$CAPHV_CAPI_ASAN run_tree asan build-asan --timeout 2700 -j 1 -LE nosan
 }
 
 # The fuzz tree (clang, libFuzzer): built after the ASan tree's tests, then

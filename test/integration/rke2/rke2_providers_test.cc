@@ -28,6 +28,8 @@ const kube::GroupVersionResource kControlPlanes{"controlplane.cluster.x-k8s.io",
                                                 "rke2controlplanes"};
 const kube::GroupVersionResource kControlPlanesV1alpha1{"controlplane.cluster.x-k8s.io", "v1alpha1",
                                                         "rke2controlplanes"};
+const kube::GroupVersionResource kControlPlanesV1beta2{"controlplane.cluster.x-k8s.io", "v1beta2",
+                                                       "rke2controlplanes"};
 const kube::GroupVersionResource kConfigs{"bootstrap.cluster.x-k8s.io", "v1beta1", "rke2configs"};
 const kube::GroupVersionResource kConfigTemplates{"bootstrap.cluster.x-k8s.io", "v1beta1",
                                                   "rke2configtemplates"};
@@ -64,6 +66,11 @@ const Json* Condition(const Json& obj, const std::string& type) {
   }
   return nullptr;
 }
+
+// The bed's generation (hack/testbed's CAPHV_CAPI): "1.10" runs the RKE2
+// providers v0.21.1 (API v1beta1, v1alpha1 converted), "1.14" v0.25.0 (API
+// v1beta2, v1beta1 converted; v1beta2 conditions).
+bool NewGeneration() { return Testbed::Get().EnvValue("CAPI_GENERATION") == "1.14"; }
 
 bool OwnedBy(const Json& obj, const std::string& kind, const std::string& name) {
   for (const Json& ref : obj["metadata"].value("ownerReferences", Json::array())) {
@@ -195,6 +202,27 @@ TEST_F(Rke2ProvidersTest, WebhooksRefuseInvalidObjectsWithTheProvidersMessages) 
 TEST_F(Rke2ProvidersTest, OlderApiVersionIsServedThroughTheConversionWebhook) {
   auto created = mgmt_->Create(kControlPlanes, ns_->name(), ControlPlane("cp", "cp-machines"));
   ASSERT_TRUE(created.ok()) << created.status().ToString();
+  if (NewGeneration()) {
+    // v0.25 stores v1beta2; the v1beta1 written went through its /convert, and
+    // so does reading it back at v1beta2 (machineTemplate.spec, apiGroup refs).
+    auto stored = mgmt_->Get(kControlPlanesV1beta2, ns_->name(), "cp");
+    ASSERT_TRUE(stored.ok()) << stored.status().ToString();
+    EXPECT_EQ(stored->value("apiVersion", ""), "controlplane.cluster.x-k8s.io/v1beta2");
+    EXPECT_EQ((*stored)["spec"].value("replicas", 0), 1) << *stored;
+    EXPECT_EQ((*stored)["spec"]["serverConfig"].value("cni", ""), "calico") << *stored;
+    const Json ref = stored->value(
+        Json::json_pointer("/spec/machineTemplate/spec/infrastructureRef"), Json::object());
+    EXPECT_EQ(ref, (Json{{"apiGroup", "infrastructure.cluster.x-k8s.io"},
+                         {"kind", "HarvesterMachineTemplate"},
+                         {"name", "cp-machines"}}))
+        << *stored;
+    auto back = mgmt_->Get(kControlPlanes, ns_->name(), "cp");
+    ASSERT_TRUE(back.ok()) << back.status().ToString();
+    EXPECT_EQ((*back)["spec"]["machineTemplate"]["infrastructureRef"].value("name", ""),
+              "cp-machines")
+        << *back;
+    return;
+  }
   // Stored as v1beta1; v1alpha1 needs the control-plane manager's /convert.
   auto old = mgmt_->Get(kControlPlanesV1alpha1, ns_->name(), "cp");
   ASSERT_TRUE(old.ok()) << old.status().ToString();
@@ -227,7 +255,10 @@ void CreateRke2Cluster(kube::Client& mgmt, const std::string& ns, const std::str
     kube::PatchOptions status_patch;
     status_patch.subresource = "status";
     auto p = mgmt.Patch(kHarvesterClusters, ns, hc_name, kube::PatchType::kMerge,
-                        Json{{"status", {{"ready", true}}}}, status_patch);
+                        Json{{"status",
+                              {{"ready", true},  // the v1beta1 contract
+                               {"initialization", {{"provisioned", true}}}}}},  // v1beta2
+                        status_patch);
     ASSERT_TRUE(p.ok()) << p.status().ToString();
   }
   Json hmt = {{"apiVersion", "infrastructure.cluster.x-k8s.io/v1alpha1"},
@@ -283,15 +314,22 @@ TEST_F(Rke2ProvidersTest, ControlPlaneWaitsForTheInfrastructure) {
   ASSERT_NO_FATAL_FAILURE(CreateRke2Cluster(*mgmt_, ns, cluster, /*infrastructure_ready=*/false));
 
   // Owned by the Cluster (Cluster API core), the control-plane manager takes
-  // it: its finalizer and "scaling up", waiting for the infrastructure.
+  // it: its finalizer and, waiting for the infrastructure, v0.21's "scaling
+  // up" (v1beta1 condition Resized) or v0.25's EtcdClusterHealthy Unknown
+  // (reconcileNormal, controlplane/internal/controllers/
+  // rke2controlplane_controller.go:376-393 of v0.25.0).
+  const bool v1beta2 = NewGeneration();
+  const auto& at = v1beta2 ? kControlPlanesV1beta2 : kControlPlanes;
+  const std::string type = v1beta2 ? "EtcdClusterHealthy" : "Resized";
   Json cp;
   EXPECT_TRUE(Eventually(
       [&] {
-        auto got = mgmt_->Get(kControlPlanes, ns, cp_name);
+        auto got = mgmt_->Get(at, ns, cp_name);
         if (!got.ok()) return false;
         cp = *got;
-        const Json* resized = Condition(cp, "Resized");
-        return resized != nullptr && resized->value("reason", "") == "ScalingUp";
+        const Json* c = Condition(cp, type);
+        return c != nullptr &&
+               c->value("reason", "") == (v1beta2 ? "InspectionFailed" : "ScalingUp");
       },
       std::chrono::seconds(60)))
       << cp.dump(2) << "\n"
@@ -299,9 +337,11 @@ TEST_F(Rke2ProvidersTest, ControlPlaneWaitsForTheInfrastructure) {
   EXPECT_TRUE(OwnedBy(cp, "Cluster", cluster)) << cp["metadata"].dump();
   EXPECT_EQ(cp["metadata"].value("finalizers", Json::array()),
             Json::array({"rke2.controlplane.cluster.x-k8s.io"}));
-  const Json* resized = Condition(cp, "Resized");
-  ASSERT_NE(resized, nullptr);
-  EXPECT_EQ(resized->value("message", ""), "Scaling up control plane to 1 replicas (actual 0)");
+  const Json* waiting = Condition(cp, type);
+  ASSERT_NE(waiting, nullptr);
+  EXPECT_EQ(waiting->value("message", ""),
+            v1beta2 ? "Waiting for Cluster status.infrastructureReady to be true"
+                    : "Scaling up control plane to 1 replicas (actual 0)");
 
   // No certificates and no Machine while the infrastructure is not ready.
   EXPECT_EQ(mgmt_->Get(kSecrets, ns, cluster + "-ca").status().code(), kube::StatusCode::kNotFound);
