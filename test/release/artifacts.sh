@@ -177,9 +177,9 @@ PY
 else
   fail "helm template clusterClass.rke2ApiVersion=v1beta2: $(cat "$work/err")"
 fi
-check "helm clusterClass.rke2ApiVersion=v1 is refused naming the value" bash -c "! '$HELM' template caphv \
-  '$REL/caphv-${VERSION#v}.tgz' --set clusterClass.enabled=true --set clusterClass.rke2ApiVersion=v1 2>&1 >/dev/null |
-  grep -q 'clusterClass.rke2ApiVersion: \"v1\" is not an API of the RKE2 providers'"
+check "helm clusterClass.rke2ApiVersion=v1 is refused naming the value" bash -c "out=\$('$HELM' template caphv \
+  '$REL/caphv-${VERSION#v}.tgz' --set clusterClass.enabled=true --set clusterClass.rke2ApiVersion=v1 2>&1 >/dev/null) &&
+  exit 1; grep -q 'clusterClass.rke2ApiVersion: \"v1\" is not an API of the RKE2 providers' <<<\"\$out\""
 
 # --- The ClusterClass's addons, rendered as the operations guide says (clusterctl generate
 # yaml): their variables, and what they install, against what the ClusterClass tells CAPHV
