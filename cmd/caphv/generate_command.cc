@@ -193,16 +193,9 @@ std::vector<Json> AtServedRke2Api(kube::Client& client, const GenerateFlags& f,
   if (!group.ok()) return out;  // not installed: Cluster API's webhook says so
   const std::string version = kube::ServesVersion(*group, "v1beta2") ? "v1beta2" : "v1beta1";
   if (version == f.options.rke2_api_version) return out;
-  std::vector<size_t> at;
-  std::vector<Json> class_docs;
-  for (size_t i = 0; i < out.size(); ++i) {
-    if (!IsClassObject(out[i])) continue;
-    at.push_back(i);
-    class_docs.push_back(out[i]);
-  }
-  if (class_docs.empty()) return out;
-  generate::UseRke2ApiVersion(class_docs, version);
-  for (size_t k = 0; k < at.size(); ++k) out[at[k]] = std::move(class_docs[k]);
+  // Only RKE2 apiVersions move: the class's templates and refs (and a
+  // Cluster's controlPlaneRef, if one names RKE2), nothing else.
+  generate::UseRke2ApiVersion(out, version);
   err << "the RKE2 providers serve " << version << ": the ClusterClass refers to that API\n";
   return out;
 }
