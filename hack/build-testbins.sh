@@ -37,6 +37,10 @@
 #         the digest over the suite's go.mod, go.sum and *.go (its data/ and config/ are read
 #         from the checkout at run time). Not in the default families: the ctest test capi_e2e
 #         builds it on its first run (hack/capi-e2e.sh).
+#   capi-e2e-v1beta2: the same for the suite of the 1.14 beds, test/capi-e2e/v1beta2/ (the
+#         framework CAPI_E2E_V1BETA2_VERSION, v1.13.7, contract v1beta2; it shares the suite's
+#         setup and specs through symbolic links), linked from
+#         $CAPHV_CACHE_DIR/bin/capi-1.14/capi-e2e.test. Needs Go >= 1.25.
 #   prometheus-operator: no binary; the ServiceMonitor and PrometheusRule CRDs (module
 #         github.com/prometheus-operator/prometheus-operator, example/prometheus-operator-crd/)
 #         in crds/, so that the test bed accepts the release's ServiceMonitor.
@@ -48,7 +52,7 @@
 #         the test bed's `caphv-sim install --kubevirt-crds` applies them instead of the
 #         simulator's embedded structural subsets.
 #
-# Go: the first Go >= 1.24 of hack/lib/toolchain.sh (PATH, /usr/local/go, the toolchain
+# Go: the first Go >= 1.26 of hack/lib/toolchain.sh (PATH, /usr/local/go, the toolchain
 # hack/setup.sh installs into $CAPHV_CACHE_DIR/go/). capi114 needs Go >= 1.26, rke2-025
 # Go >= 1.25.10 (their modules' go lines; GOTOOLCHAIN=local).
 #
@@ -86,6 +90,9 @@ KUBE_VERSION=v1.33.13
 ETCD_VERSION=v3.5.21
 CAPI_VERSION=v1.10.10
 CAPI_114_VERSION=v1.14.2
+# Cluster API's e2e framework for the 1.14 beds: the module proxy serves no v1.14.x of
+# sigs.k8s.io/cluster-api/test (its packages are missing), and v1.13.7 (on core v1.13.2).
+CAPI_E2E_V1BETA2_VERSION=v1.13.7
 CAPHV_GO_VERSION=v0.2.9
 CERT_MANAGER_VERSION=v1.18.2
 HELM_VERSION=v3.19.5
@@ -104,20 +111,22 @@ bin_dir() {
   echo "$cache/bin/$1-$2-$digest"
 }
 
-# capi_e2e_dir -> cache folder keyed by the Cluster API version and the suite's module and sources.
+# capi_e2e_dir SUITE VERSION -> cache folder keyed by the framework's version and the suite's
+# module and sources (SUITE: test/capi-e2e or test/capi-e2e/v1beta2).
 capi_e2e_dir() {
   local digest
-  digest=$(cd "$root/test/capi-e2e" && LC_ALL=C && cat go.mod go.sum ./*.go | sha256sum | cut -c1-12)
-  echo "$cache/bin/capi-e2e-$CAPI_VERSION-$digest"
+  digest=$(cd "$root/$1" && LC_ALL=C && cat go.mod go.sum ./*.go | sha256sum | cut -c1-12)
+  echo "$cache/bin/capi-e2e-$2-$digest"
 }
 
-# The test module must require the bed's Cluster API release: the specs are that release's.
+# build_capi_e2e SUITE VERSION: the suite's module must require the framework release named
+# (the specs are that release's).
 build_capi_e2e() {
-  local dir start
-  dir=$(capi_e2e_dir)
+  local suite=$1 version=$2 dir start
+  dir=$(capi_e2e_dir "$suite" "$version")
   [ -x "$dir/capi-e2e.test" ] && return 0
-  grep -q "sigs.k8s.io/cluster-api/test $CAPI_VERSION\$" "$root/test/capi-e2e/go.mod" || {
-    echo "testbins: test/capi-e2e/go.mod does not require sigs.k8s.io/cluster-api/test $CAPI_VERSION" >&2
+  grep -q "sigs.k8s.io/cluster-api/test $version\$" "$root/$suite/go.mod" || {
+    echo "testbins: $suite/go.mod does not require sigs.k8s.io/cluster-api/test $version" >&2
     exit 1
   }
   require_go
@@ -126,15 +135,15 @@ build_capi_e2e() {
     flock 9
     [ -x "$dir/capi-e2e.test" ] && exit 0
     start=$(date +%s)
-    echo "testbins: building capi-e2e.test $CAPI_VERSION (first time only; cached in $dir)" >&2
-    if ! (cd "$root/test/capi-e2e" &&
+    echo "testbins: building capi-e2e.test $version (first time only; cached in $dir)" >&2
+    if ! (cd "$root/$suite" &&
       go test -c -trimpath -ldflags "-s -w" -o "$dir/capi-e2e.test.tmp" .) >"$dir/capi-e2e.build.log" 2>&1; then
       echo "testbins: building capi-e2e.test failed; see $dir/capi-e2e.build.log" >&2
       tail -n 20 "$dir/capi-e2e.build.log" >&2
       exit 1
     fi
     mv "$dir/capi-e2e.test.tmp" "$dir/capi-e2e.test"
-    echo "testbins: built capi-e2e.test in $(( $(date +%s) - start ))s" >&2
+    echo "testbins: built capi-e2e.test $version in $(( $(date +%s) - start ))s" >&2
   ) 9>"$dir/.lock"
 }
 
@@ -498,9 +507,16 @@ for f in "${families[@]}"; do
       build helm "$HELM_VERSION" "$ld" "" "helm=helm.sh/helm/v3/cmd/helm"
       ;;
     capi-e2e)
-      build_capi_e2e
+      build_capi_e2e test/capi-e2e "$CAPI_VERSION"
       mkdir -p "$cache/bin/current"
-      ln -sfn "$(capi_e2e_dir)/capi-e2e.test" "$cache/bin/current/capi-e2e.test"
+      ln -sfn "$(capi_e2e_dir test/capi-e2e "$CAPI_VERSION")/capi-e2e.test" "$cache/bin/current/capi-e2e.test"
+      ;;
+    capi-e2e-v1beta2)
+      go_at_least 25 capi-e2e-v1beta2
+      build_capi_e2e test/capi-e2e/v1beta2 "$CAPI_E2E_V1BETA2_VERSION"
+      mkdir -p "$cache/bin/capi-1.14"
+      ln -sfn "$(capi_e2e_dir test/capi-e2e/v1beta2 "$CAPI_E2E_V1BETA2_VERSION")/capi-e2e.test" \
+        "$cache/bin/capi-1.14/capi-e2e.test"
       ;;
     prometheus-operator)
       fetch_prometheus_operator_crds

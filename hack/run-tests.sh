@@ -2,13 +2,14 @@
 # Runs the test suites of both build trees: build/ (every test) and
 # build-asan/ (ASan+UBSan; not the `nosan` ones), each on its own bed of the
 # Cluster API generation CAPHV_CAPI_REGULAR / CAPHV_CAPI_ASAN names (hack/testbed's
-# CAPHV_CAPI): the regular tree on 1.10 (Cluster API v1.10.10, the RKE2 providers
-# v0.21.1: the seeds' pair, the Go provider v0.2.9 and Cluster API's own specs),
-# the ASan tree on 1.14 (v1.14.2 and v0.25.0, contract v1beta2) when
-# hack/build-testbins.sh built them (it skips them with a message under a Go
-# older than 1.26; the ASan tree then stays on 1.10); after the former the
-# ThreadSanitizer tree's client-runtime tests (build-tsan/), after the latter
-# the fuzz tree's targets (build-fuzz/, clang + libFuzzer, each for 30 s). Each tree has its own test
+# CAPHV_CAPI): the regular tree on 1.14 (Cluster API v1.14.2, the RKE2 providers
+# v0.25.0, contract v1beta2: every scenario, Cluster API's own specs on framework
+# v1.13.7, clusterctl init of the release), the ASan tree on 1.10 (v1.10.10 and
+# v0.21.1: the seeds' pair, v1.10's specs) when hack/build-testbins.sh built
+# v1.14 (it skips it with a message under a Go older than 1.26; both trees then
+# run on 1.10); after the former the ThreadSanitizer tree's client-runtime tests
+# (build-tsan/), after the latter the fuzz tree's targets (build-fuzz/, clang +
+# libFuzzer, each for 30 s). Each tree has its own test
 # bed, so by default both run at the same time: the end-to-end scenarios
 # spend most of their time waiting on controllers, not on the CPU. Output
 # lines carry the tree's name; each tree's full log is in
@@ -37,16 +38,17 @@ run_tree() {
 
 build_asan=0
 cache=${CAPHV_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/caphv}
-if [ -z "${CAPHV_CAPI_ASAN:-}" ]; then
+if [ -z "${CAPHV_CAPI_REGULAR:-}" ]; then
   if [ -x "$cache/bin/capi-1.14/cluster-api" ] && [ -x "$cache/bin/capi-1.14/rke2-controlplane" ]; then
-    CAPHV_CAPI_ASAN=1.14
+    CAPHV_CAPI_REGULAR=1.14
   else
-    CAPHV_CAPI_ASAN=1.10
+    CAPHV_CAPI_REGULAR=1.10
     echo "tests: Cluster API v1.14 is not built (hack/build-testbins.sh capi114 rke2-025):" \
-      "the ASan tree's bed runs v1.10 too"
+      "the regular tree's bed runs v1.10 too"
   fi
 fi
-echo "tests: the regular tree on Cluster API ${CAPHV_CAPI_REGULAR:-1.10}, the ASan tree on $CAPHV_CAPI_ASAN"
+CAPHV_CAPI_ASAN=${CAPHV_CAPI_ASAN:-1.10}
+echo "tests: the regular tree on Cluster API $CAPHV_CAPI_REGULAR, the ASan tree on $CAPHV_CAPI_ASAN"
 [ "${1:-}" = --build-asan ] && build_asan=1
 
 # The ASan tree: built first when asked (its compiler output prefixed too).
@@ -83,13 +85,13 @@ tsan_tree() {
 start=$(date +%s)
 rc_regular=0 rc_asan=0
 if [ "${CAPHV_TESTS_SERIAL:-0}" = 1 ]; then
-  CAPHV_CAPI=${CAPHV_CAPI_REGULAR:-1.10} run_tree regular build --timeout 2700 -j 1 || rc_regular=$?
+  CAPHV_CAPI=$CAPHV_CAPI_REGULAR run_tree regular build --timeout 2700 -j 1 || rc_regular=$?
   tsan_tree || rc_regular=$?
   asan_tree || rc_asan=$?
   fuzz_tree || rc_asan=$?
 else
   # Two branches of about equal length: regular + TSan, ASan + fuzz.
-  { rc=0; CAPHV_CAPI=${CAPHV_CAPI_REGULAR:-1.10} run_tree regular build --timeout 2700 -j 1 || rc=$?
+  { rc=0; CAPHV_CAPI=$CAPHV_CAPI_REGULAR run_tree regular build --timeout 2700 -j 1 || rc=$?
     tsan_tree || rc=1; exit "$rc"; } &
   regular=$!
   { rc=0; asan_tree || rc=$?; fuzz_tree || rc=1; exit "$rc"; } &

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Idempotent set-up for a fresh Debian bookworm machine: installs the Debian
-# packages the build needs; when no Go >= 1.24 is found (PATH, /usr/local/go),
+# packages the build needs; when no Go >= 1.26 is found (PATH, /usr/local/go),
 # Debian's golang-go (1.19) and with it the Go toolchain from the Go module
 # proxy into $CAPHV_CACHE_DIR/go/ (hack/lib/toolchain.sh); then builds (once,
 # cached outside the checkout) the Go test-bed binaries, kubectl included.

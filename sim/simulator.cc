@@ -2,6 +2,7 @@
 
 #include "sim/simulator.h"
 
+#include <algorithm>
 #include <exception>
 #include <thread>
 
@@ -300,6 +301,27 @@ kube::StatusOr<std::optional<VolumeWait>> Simulator::EnsureClaims(const Object& 
   return wait;
 }
 
+Status Simulator::DropOrphanedNodeFinalizers() {
+  std::set<std::string> nodes;
+  {
+    std::lock_guard lock(mu_);
+    nodes = orphaned_nodes_;
+  }
+  for (const auto& n : nodes) {
+    auto held = nodes_->store().Get(n);
+    if (held && !Finalizers(*held).empty()) {
+      CAPHV_RETURN_IF_ERROR(Fault("drop Node finalizers"));
+      auto p = w_->Patch(kube::resources::kNodes, "", n, kube::PatchType::kMerge,
+                         {{"metadata", {{"finalizers", nullptr}}}});
+      if (!p.ok() && !p.status().IsNotFound()) return p.status();
+      log_.Info("Dropped the finalizers of a Node of a cluster with no server left", {{"node", n}});
+    }
+    std::lock_guard lock(mu_);
+    orphaned_nodes_.erase(n);
+  }
+  return Status::Ok();
+}
+
 Result Simulator::DeleteVm(const std::string& key, const Object* vm) {
   const auto req = Request::FromKey(key);
   if (auto vmi = vmis_->store().Get(req.ns, req.name)) {
@@ -325,6 +347,14 @@ Result Simulator::DeleteVm(const std::string& key, const Object* vm) {
       if (!s.ok()) return Result::Error(s);
     }
   }
+  std::string etcd_cluster, etcd_member;
+  {
+    std::lock_guard lock(mu_);
+    if (auto g = guests_.find(key); g != guests_.end()) {
+      etcd_cluster = g->second.etcd_cluster;
+      etcd_member = g->second.etcd_member;
+    }
+  }
   const std::string node = NodeNameFor(key, req.name);
   if (nodes_->store().Get(node)) {
     bool other = false;  // another VM (other namespace) still owns the Node
@@ -337,14 +367,10 @@ Result Simulator::DeleteVm(const std::string& key, const Object* vm) {
       Status s = IgnoreNotFound(w_->Delete(kube::resources::kNodes, "", node));
       if (!s.ok()) return Result::Error(s);
       log_.Info("Removed Node", {{"node", node}});
-    }
-  }
-  std::string etcd_cluster, etcd_member;
-  {
-    std::lock_guard lock(mu_);
-    if (auto g = guests_.find(key); g != guests_.end()) {
-      etcd_cluster = g->second.etcd_cluster;
-      etcd_member = g->second.etcd_member;
+      if (!etcd_cluster.empty()) {
+        std::lock_guard lock(mu_);
+        gone_server_nodes_[etcd_cluster].insert(node);
+      }
     }
   }
   // The VM's disks are gone: so is its etcd data (its membership stays
@@ -353,6 +379,18 @@ Result Simulator::DeleteVm(const std::string& key, const Object* vm) {
   {
     std::lock_guard lock(mu_);
     guests_.erase(key);
+    // The last server of its cluster gone: the cluster's datastore went with
+    // its disks, and every Node object with it, finalizers or not (nobody can
+    // lift one from a cluster that no longer answers). The bed's workload
+    // apiserver outlives the guests: the finalizers of its servers' Nodes are
+    // dropped (below).
+    if (!etcd_cluster.empty() && std::none_of(guests_.begin(), guests_.end(), [&](const auto& g) {
+          return g.second.etcd_cluster == etcd_cluster;
+        })) {
+      if (auto gone = gone_server_nodes_.extract(etcd_cluster)) {
+        orphaned_nodes_.merge(gone.mapped());
+      }
+    }
     leases_.erase(key);
     vm_ips_.erase(key);
     if (vm) {
@@ -360,6 +398,7 @@ Result Simulator::DeleteVm(const std::string& key, const Object* vm) {
       running_.erase(kube::UidOf(*vm));
     }
   }
+  if (Status s = DropOrphanedNodeFinalizers(); !s.ok()) return Result::Error(s);
   if (vm) {
     std::vector<std::string> keep;
     for (const auto& f : Finalizers(*vm)) {

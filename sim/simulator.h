@@ -109,6 +109,9 @@ class Simulator {
   kube::Result ReconcileKeyPair(const kube::Request& req);
 
   kube::Result DeleteVm(const std::string& key, const kube::Object* vm);
+  // Drops the finalizers of orphaned_nodes_ (Nodes of clusters whose last
+  // server went: in the real world they went with the cluster's datastore).
+  kube::Status DropOrphanedNodeFinalizers();
   // Creates the VM's PVCs from its claim templates (skipping those whose
   // image is missing, as Harvester does) and binds those whose storage class
   // exists (for an image disk: the image's class). nullopt when every volume
@@ -204,6 +207,11 @@ class Simulator {
   std::map<std::string, std::map<std::string, std::string>> leases_;      // vm key -> nic -> ip
   std::map<std::string, std::set<std::string>> vm_ips_;                   // vm key -> ips
   std::map<std::string, Guest> guests_;                                   // vm key -> guest
+  // Per RKE2 cluster (Guest::etcd_cluster): the Nodes of its servers whose VMs
+  // went; when its last server goes they move to orphaned_nodes_, whose
+  // finalizers DeleteVm drops (DropOrphanedNodeFinalizers).
+  std::map<std::string, std::set<std::string>> gone_server_nodes_;
+  std::set<std::string> orphaned_nodes_;
   std::map<std::string, std::string> ccm_warned_;  // Node -> reason of its last Warning
   std::map<std::string, std::string> lb_leases_;   // "<ns>/<name>" of a cluster LB -> DHCP ip
   std::map<std::string, std::string> vip_leases_;  // "<ns>/<name>" of a Service -> DHCP ip

@@ -19,14 +19,14 @@
 namespace caphv::manager {
 
 struct BuildInfo {
-  std::string_view version;  // "v0.3.0"
+  std::string_view version;  // "v0.11.0"
   std::string_view commit;   // "1a2b3c4" or "unknown"
   std::string_view date;     // "2026-11-24T10:00:00Z" or "unknown"
 };
 
 const BuildInfo& Build();
 
-// "caphv-manager v0.3.0 (commit 1a2b3c4, built 2026-11-24T10:00:00Z)": what
+// "caphv-manager v0.11.0 (commit 1a2b3c4, built 2026-11-24T10:00:00Z)": what
 // --version prints.
 std::string VersionLine();
 

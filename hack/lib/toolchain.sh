@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # The tools the hack scripts need beyond Debian's packages, put first on PATH. Sourced, not run.
 #
-#   Go >= 1.24 (builds the test bed's binaries): the first that is new enough of `go` on PATH,
+#   Go >= 1.26 (builds the test bed's binaries): the first that is new enough of `go` on PATH,
 #     /usr/local/go/bin/go and $CAPHV_CACHE_DIR/go/go$CAPHV_GO_VERSION/bin/go, the toolchain
 #     hack/setup.sh installs from the Go module proxy (module golang.org/toolchain) when there
 #     is none (caphv_install_go).
@@ -9,10 +9,12 @@
 #     builds it at the test bed's Kubernetes version), else the one on PATH.
 
 CAPHV_TOOLCHAIN_CACHE=${CAPHV_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/caphv}
-# The newest Go 1.24 the module proxy lists (`go list -m -versions golang.org/toolchain`); the
-# test bed's wrapper modules (tools/testbins/*/go.mod) need go 1.24.
-CAPHV_GO_VERSION=1.24.13
-CAPHV_GO_MIN_MINOR=24
+# The newest Go 1.26 the module proxy lists (`go list -m -versions golang.org/toolchain`); the
+# test bed's wrapper modules (tools/testbins/*/go.mod) need go 1.24, Cluster API v1.14's
+# (capi114) go 1.26: with an older Go the 1.14 beds, which make test's regular tree runs on,
+# could not be built.
+CAPHV_GO_VERSION=1.26.11
+CAPHV_GO_MIN_MINOR=26
 
 # caphv_go_ok GO: true when GO runs and is Go 1.CAPHV_GO_MIN_MINOR or newer.
 caphv_go_ok() {

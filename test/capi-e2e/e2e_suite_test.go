@@ -188,8 +188,11 @@ func loadConfig(path string) *clusterctl.E2EConfig {
 }
 
 // prepareRepositorySources writes what the repository holds besides the
-// files of the config: components.yaml (CAPHV's CRDs) and the flavour
-// md-remediation (the default template and a MachineHealthCheck).
+// files of the config: components.yaml (CAPHV's CRDs), the flavour
+// md-remediation (the default template and a MachineHealthCheck) and the
+// ClusterClass as the bed's RKE2 providers serve it; the release named as the
+// framework's clusterctl takes it (clusterClassSource, repositoryVersion:
+// generation_test.go).
 func prepareRepositorySources(config *clusterctl.E2EConfig) {
 	dir := filepath.Join(*artifactFolder, "sources")
 	Expect(os.MkdirAll(dir, 0o750)).To(Succeed())
@@ -217,7 +220,14 @@ func prepareRepositorySources(config *clusterctl.E2EConfig) {
 	Expect(config.Providers).To(HaveLen(1))
 	Expect(config.Providers[0].Versions).To(HaveLen(1))
 	v := &config.Providers[0].Versions[0]
+	v.Name = repositoryVersion(v.Name)
+	*infrastructureProvider = "harvester:" + v.Name
 	v.Value = componentsPath
+	for i := range v.Files {
+		if v.Files[i].TargetName == "clusterclass-harvester-rke2.yaml" {
+			v.Files[i].SourcePath = clusterClassSource(v.Files[i].SourcePath, dir)
+		}
+	}
 	v.Files = append(v.Files, clusterctl.Files{
 		SourcePath: remediation, TargetName: "cluster-template-md-remediation.yaml",
 	})

@@ -1,7 +1,8 @@
 package capie2e
 
-// The upstream specs this suite runs, unmodified, with CAPHV ("harvester")
-// as the infrastructure provider:
+// The upstream specs this suite runs, unmodified, with CAPHV ("harvester") as
+// the infrastructure provider (this file is shared by the two suites: this
+// folder's on framework v1.10 and v1beta2/'s on v1.13):
 //
 //   QuickStartSpec, flavour topology: a Cluster of the ClusterClass
 //     harvester-rke2, one control plane and one worker.
@@ -9,7 +10,8 @@ package capie2e
 //     without a ClusterClass.
 //   MachineDeploymentScaleSpec: the MachineDeployment 1 -> 3 -> 1, then
 //     deleted with foreground propagation.
-//   MachineDeploymentRolloutSpec: in-place mutable fields of the
+//   MachineDeploymentRolloutSpec (rollout_test.go, framework v1.10 only: the
+//     spec left the framework in v1.13): in-place mutable fields of the
 //     MachineDeployment, then a new HarvesterMachineTemplate (rolling update).
 //   MachineDeploymentRemediationSpec: a MachineHealthCheck over the workers
 //     remediates the Machine whose Node gets the unhealthy condition.
@@ -33,8 +35,9 @@ import (
 )
 
 // infrastructureProvider names the local repository's release, so that
-// clusterctl needs no provider inventory in the management cluster.
-var infrastructureProvider = ptr.To("harvester:v0.3.0")
+// clusterctl needs no provider inventory in the management cluster (set in
+// BeforeSuite: "harvester:" + repositoryVersion).
+var infrastructureProvider = ptr.To("")
 
 // The bed's one workload apiserver stands for every spec's cluster: before a
 // spec, what RKE2 of an earlier cluster left there must be gone (the
@@ -81,20 +84,6 @@ var _ = Describe("When following the Cluster API quick-start", func() {
 var _ = Describe("When testing MachineDeployment scale out/in", func() {
 	upstream.MachineDeploymentScaleSpec(ctx, func() upstream.MachineDeploymentScaleSpecInput {
 		return upstream.MachineDeploymentScaleSpecInput{
-			E2EConfig:              e2eConfig,
-			ClusterctlConfigPath:   clusterctlConfigPath,
-			BootstrapClusterProxy:  mgmtProxy,
-			ArtifactFolder:         *artifactFolder,
-			SkipCleanup:            *skipCleanup,
-			InfrastructureProvider: infrastructureProvider,
-			ControlPlaneWaiters:    rke2ControlPlaneWaiters(),
-		}
-	})
-})
-
-var _ = Describe("When testing MachineDeployment rolling upgrades", func() {
-	upstream.MachineDeploymentRolloutSpec(ctx, func() upstream.MachineDeploymentRolloutSpecInput {
-		return upstream.MachineDeploymentRolloutSpecInput{
 			E2EConfig:              e2eConfig,
 			ClusterctlConfigPath:   clusterctlConfigPath,
 			BootstrapClusterProxy:  mgmtProxy,

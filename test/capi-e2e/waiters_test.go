@@ -2,32 +2,30 @@ package capie2e
 
 // Control-plane waiters for the RKE2 control-plane provider. The framework's
 // defaults (clusterctl.ApplyCustomClusterTemplateAndWait) look for a
-// KubeadmControlPlane; these read the Cluster's controlPlaneRef, whatever its
+// KubeadmControlPlane; these read the Cluster's control plane, whatever its
 // kind, as unstructured, and use the framework's generic Machine helpers.
+// Shared by both suites (v1beta2/waiters_test.go is a link to this file);
+// what the contract versions name differently is in generation_test.go.
 //
-//   initialized: the Cluster has its controlPlaneRef (the topology controller
-//     sets it for a class-based Cluster), the RKE2ControlPlane reports
-//     status.initialized and the Cluster's ControlPlaneInitialized condition
-//     is true.
-//   machines ready: the RKE2ControlPlane has spec.replicas ready replicas
-//     (status.readyReplicas, status.ready) and as many control-plane Machines,
-//     each with a nodeRef.
+//   initialized: the Cluster has its control plane (the topology controller
+//     sets the reference for a class-based Cluster), the RKE2ControlPlane
+//     reports itself initialized and the Cluster's ControlPlaneInitialized
+//     condition is true.
+//   machines ready: the RKE2ControlPlane has spec.replicas replicas in each
+//     of readyReplicaFields and as many control-plane Machines, each with a
+//     nodeRef.
 //
 // result.ControlPlane stays nil: it is typed *KubeadmControlPlane, and none of
 // the specs this suite runs reads it.
 
 import (
 	"context"
-	"fmt"
 
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	clusterv1 "sigs.k8s.io/cluster-api/api/v1beta1"
 	"sigs.k8s.io/cluster-api/test/framework"
 	"sigs.k8s.io/cluster-api/test/framework/clusterctl"
-	"sigs.k8s.io/cluster-api/util/conditions"
 )
 
 func rke2ControlPlaneWaiters() clusterctl.ControlPlaneWaiters {
@@ -37,36 +35,16 @@ func rke2ControlPlaneWaiters() clusterctl.ControlPlaneWaiters {
 	}
 }
 
-// controlPlaneOf returns the Cluster's control-plane object, or an error to
-// retry on.
-func controlPlaneOf(ctx context.Context, c client.Client, cluster *clusterv1.Cluster) (*clusterv1.Cluster, *unstructured.Unstructured, error) {
-	current := &clusterv1.Cluster{}
-	if err := c.Get(ctx, client.ObjectKeyFromObject(cluster), current); err != nil {
-		return nil, nil, err
-	}
-	ref := current.Spec.ControlPlaneRef
-	if ref == nil {
-		return nil, nil, fmt.Errorf("cluster %s has no controlPlaneRef yet", cluster.Name)
-	}
-	cp := &unstructured.Unstructured{}
-	cp.SetAPIVersion(ref.APIVersion)
-	cp.SetKind(ref.Kind)
-	if err := c.Get(ctx, client.ObjectKey{Namespace: current.Namespace, Name: ref.Name}, cp); err != nil {
-		return nil, nil, err
-	}
-	return current, cp, nil
-}
-
 func waitForRKE2ControlPlaneInitialized(ctx context.Context, input clusterctl.ApplyCustomClusterTemplateAndWaitInput, result *clusterctl.ApplyCustomClusterTemplateAndWaitResult) {
 	c := input.ClusterProxy.GetClient()
 	Eventually(func(g Gomega) {
 		cluster, cp, err := controlPlaneOf(ctx, c, result.Cluster)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(cp.GetKind()).To(Equal("RKE2ControlPlane"))
-		initialized, _, _ := unstructured.NestedBool(cp.Object, "status", "initialized")
-		g.Expect(initialized).To(BeTrue(), "%s %s: status.initialized", cp.GetKind(), cp.GetName())
-		g.Expect(conditions.IsTrue(cluster, clusterv1.ControlPlaneInitializedCondition)).To(BeTrue(),
-			"Cluster %s: condition %s", cluster.Name, clusterv1.ControlPlaneInitializedCondition)
+		initialized, _, _ := unstructured.NestedBool(cp.Object, initializedField...)
+		g.Expect(initialized).To(BeTrue(), "%s %s: %v", cp.GetKind(), cp.GetName(), initializedField)
+		g.Expect(controlPlaneInitializedCondition(cluster)).To(BeTrue(),
+			"Cluster %s: condition ControlPlaneInitialized", cluster.Name)
 	}, input.WaitForControlPlaneIntervals...).Should(Succeed())
 }
 
@@ -77,18 +55,22 @@ func waitForRKE2ControlPlaneMachinesReady(ctx context.Context, input clusterctl.
 		g.Expect(err).NotTo(HaveOccurred())
 		replicas, found, _ := unstructured.NestedInt64(cp.Object, "spec", "replicas")
 		g.Expect(found).To(BeTrue(), "%s %s: spec.replicas", cp.GetKind(), cp.GetName())
-		ready, _, _ := unstructured.NestedInt64(cp.Object, "status", "readyReplicas")
-		g.Expect(ready).To(Equal(replicas), "%s %s: status.readyReplicas", cp.GetKind(), cp.GetName())
-		isReady, _, _ := unstructured.NestedBool(cp.Object, "status", "ready")
-		g.Expect(isReady).To(BeTrue(), "%s %s: status.ready", cp.GetKind(), cp.GetName())
+		for _, field := range readyReplicaFields {
+			n, _, _ := unstructured.NestedInt64(cp.Object, "status", field)
+			g.Expect(n).To(Equal(replicas), "%s %s: status.%s", cp.GetKind(), cp.GetName(), field)
+		}
 		machines := framework.GetControlPlaneMachinesByCluster(ctx, framework.GetControlPlaneMachinesByClusterInput{
 			Lister:      c,
 			ClusterName: cluster.Name,
 			Namespace:   cluster.Namespace,
 		})
 		g.Expect(machines).To(HaveLen(int(replicas)))
-		for _, m := range machines {
-			g.Expect(m.Status.NodeRef).NotTo(BeNil(), "Machine %s: nodeRef", m.Name)
+		for i := range machines {
+			g.Expect(hasNodeRef(&machines[i])).To(BeTrue(), "Machine %s: nodeRef", machines[i].Name)
+		}
+		if len(readyFlag) > 0 {
+			ready, _, _ := unstructured.NestedBool(cp.Object, readyFlag...)
+			g.Expect(ready).To(BeTrue(), "%s %s: %v", cp.GetKind(), cp.GetName(), readyFlag)
 		}
 	}, input.WaitForControlPlaneIntervals...).Should(Succeed())
 }

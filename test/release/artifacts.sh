@@ -108,14 +108,32 @@ assert docs[1]["spec"]["selector"] == {"matchLabels": {"cluster.x-k8s.io/control
 PY
 done
 
-check "metadata.yaml: series 0.3, 0.2, 0.1 -> v1beta1" python3 - "$REL/metadata.yaml" "$VERSION" <<'PY'
+# The Go provider's own metadata (its newest release's), when its tarball is here: every series
+# it declares is in ours with its contract (0.3 aside: CAPHV's first series said v1beta1).
+go_metadata=$work/go-metadata.yaml
+go_tarball=${CAPHV_THIRD_PARTY:-$ROOT/../shared/third_party}/cluster-api-provider-harvester-v0.10.1.tar.gz
+if [ -f "$go_tarball" ]; then
+  tar -xzOf "$go_tarball" --wildcards '*/metadata.yaml' >"$go_metadata" 2>/dev/null || : >"$go_metadata"
+else
+  : >"$go_metadata"
+fi
+check "metadata.yaml: this release's series v1beta2 and above the Go provider's; theirs as it declares them" \
+  python3 - "$REL/metadata.yaml" "$VERSION" "$go_metadata" <<'PY'
 import sys, yaml
-m = yaml.safe_load(open(sys.argv[1]))
-assert m["apiVersion"] == "clusterctl.cluster.x-k8s.io/v1alpha3" and m["kind"] == "Metadata", m
-series = {(s["major"], s["minor"]): s["contract"] for s in m["releaseSeries"]}
-assert series == {(0, 3): "v1beta1", (0, 2): "v1beta1", (0, 1): "v1beta1"}, series
+def series_of(path):
+    m = yaml.safe_load(open(path))
+    assert m["apiVersion"] == "clusterctl.cluster.x-k8s.io/v1alpha3" and m["kind"] == "Metadata", m
+    return {(s["major"], s["minor"]): s["contract"] for s in m["releaseSeries"]}
+series = series_of(sys.argv[1])
 major, minor = (int(x) for x in sys.argv[2][1:].split(".")[:2])
-assert (major, minor) in series, "the release's own series is missing"
+assert series.get((major, minor)) == "v1beta2", ("the release's own series", series)
+assert (major, minor) == max(series), ("the release's series is not the newest", series)
+assert series == {(0, 11): "v1beta2", **{(0, m): "v1beta2" for m in range(4, 11)},
+                  (0, 3): "v1beta1", (0, 2): "v1beta1", (0, 1): "v1beta1"}, series
+if open(sys.argv[3]).read().strip():
+    upstream = series_of(sys.argv[3])
+    differ = {k: (v, series.get(k)) for k, v in upstream.items() if k != (0, 3) and series.get(k) != v}
+    assert not differ, ("series the Go provider declares otherwise", differ)
 PY
 
 check "capiprovider-harvester.yaml: Turtles CAPIProvider of this release" python3 - "$REL/capiprovider-harvester.yaml" "$VERSION" <<'PY'

@@ -16,8 +16,22 @@
 BED=${CAPHV_TESTBED:?the test bed (ctest fixture testbed)}
 export KUBECONFIG=$BED/mgmt.kubeconfig
 MANAGER=${CAPHV_BUILD_DIR:?}/cmd/caphv-manager/caphv-manager
-CAPI_SRC=$(cd "$ROOT/tools/testbins/capi" && GOFLAGS=-mod=readonly GOPROXY=off go mod download -json sigs.k8s.io/cluster-api | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
-RKE2_TARBALL=${CAPHV_THIRD_PARTY:-$ROOT/../shared/third_party}/cluster-api-provider-rke2-v0.21.1.tar.gz
+# The bed's Cluster API generation (hack/testbed's CAPHV_CAPI): its core release, the
+# clusterctl of that release (v1.10's takes only v1beta1-contract providers, so the
+# release's series, 0.11 and v1beta2, is installed on a 1.14 bed) and the RKE2 providers'.
+generation=$(sed -n 's/^CAPI_GENERATION=//p' "$BED/env")
+case ${generation:-1.10} in
+  1.10) CORE_VERSION=v1.10.10 capi_module=capi rke2_version=v0.21.1 ;;
+  1.14) CORE_VERSION=v1.14.2 capi_module=capi114 rke2_version=v0.25.0 CLUSTERCTL=$CACHE/bin/capi-1.14/clusterctl ;;
+  *) echo "install: the bed runs Cluster API v$generation, which this test does not know" >&2; exit 1 ;;
+esac
+CAPI_SRC=$(cd "$ROOT/tools/testbins/$capi_module" && GOFLAGS=-mod=readonly GOPROXY=off go mod download -json "sigs.k8s.io/cluster-api@$CORE_VERSION" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+RKE2_TARBALL=${CAPHV_THIRD_PARTY:-$ROOT/../shared/third_party}/cluster-api-provider-rke2-$rke2_version.tar.gz
+contract=$(awk -v minor="$(echo "$VERSION" | cut -d. -f2)" '/minor:/ {m = ($2 == minor)} m && /contract:/ {print $2; exit}' "$REL/metadata.yaml")
+if [ "${generation:-1.10}" = 1.10 ] && [ "$contract" != v1beta1 ]; then
+  echo "install: skipped: the release's series is contract $contract; clusterctl $CORE_VERSION installs only v1beta1 providers (run on a 1.14 bed: CAPHV_CAPI=1.14)"
+  exit 77
+fi
 work=$(mktemp -d)
 k() { "$KUBECTL" --cache-dir "$work/kcache" "$@"; }
 added_crds=()
@@ -72,13 +86,13 @@ metadata:
   labels: {clusterctl.cluster.x-k8s.io: "", cluster.x-k8s.io/provider: cluster-api}
 type: CoreProvider
 providerName: cluster-api
-version: v1.10.10
+version: $CORE_VERSION
 YAML
 repo=$work/repo
-mkdir -p "$repo/infrastructure-harvester/$VERSION" "$repo/cluster-api/v1.10.10"
+mkdir -p "$repo/infrastructure-harvester/$VERSION" "$repo/cluster-api/$CORE_VERSION"
 cp "$REL"/* "$repo/infrastructure-harvester/$VERSION/"
-cp "$CAPI_SRC/metadata.yaml" "$repo/cluster-api/v1.10.10/"
-touch "$repo/cluster-api/v1.10.10/core-components.yaml"
+cp "$CAPI_SRC/metadata.yaml" "$repo/cluster-api/$CORE_VERSION/"
+touch "$repo/cluster-api/$CORE_VERSION/core-components.yaml"
 cat >"$work/clusterctl.yaml" <<YAML
 providers:
 - name: harvester
@@ -86,7 +100,7 @@ providers:
   url: file://$repo/infrastructure-harvester/$VERSION/infrastructure-components.yaml
 - name: cluster-api
   type: CoreProvider
-  url: file://$repo/cluster-api/v1.10.10/core-components.yaml
+  url: file://$repo/cluster-api/$CORE_VERSION/core-components.yaml
 cert-manager:
   url: file://$repo/no-cert-manager/v0.0.0/cert-manager.yaml
 YAML
@@ -179,6 +193,15 @@ tar -xzf "$RKE2_TARBALL" -C "$work/rke2" --strip-components=1 --wildcards '*/con
   fail "no RKE2 CRDs from $RKE2_TARBALL"
 apply_crds "$work"/rke2/*/config/crd/bases/*.yaml "$CAPI_SRC"/bootstrap/kubeadm/config/crd/bases/*.yaml \
   "$CAPI_SRC"/controlplane/kubeadm/config/crd/bases/*.yaml
+# The kubeadm CRDs as their kustomization labels them: v1.14's conversion of a v1beta1
+# Cluster resolves the control plane's version through the contract label.
+if [ "${generation:-1.10}" = 1.14 ]; then
+  for c in kubeadmconfigs.bootstrap kubeadmconfigtemplates.bootstrap kubeadmcontrolplanes.controlplane \
+    kubeadmcontrolplanetemplates.controlplane; do
+    k label --overwrite crd "$c.cluster.x-k8s.io" cluster.x-k8s.io/v1beta2=v1beta2 >/dev/null ||
+      fail "labelling crd/$c.cluster.x-k8s.io"
+  done
+fi
 export HARVESTER_KUBECONFIG_B64=$(base64 -w0 <<<"apiVersion: v1") TARGET_HARVESTER_NAMESPACE=default \
   VM_IMAGE_NAME=default/ubuntu-22.04 VM_NETWORK=default/vm-net SSH_KEYPAIR=default/capi-key IP_POOL_NAME=capi-pool \
   VM_GATEWAY=10.0.0.1 VM_SUBNET_MASK=255.255.255.0
@@ -206,7 +229,12 @@ else
   fail "the bad template failed otherwise: $(cat "$work/bad.log")"
 fi
 k create ns rel-cc >/dev/null
-check "ClusterClass harvester-rke2: kubectl apply --dry-run=server" k apply --dry-run=server -n rel-cc -f "$REL/clusterclass-harvester-rke2.yaml"
+if [ "${generation:-1.10}" = 1.10 ]; then
+  check "ClusterClass harvester-rke2: kubectl apply --dry-run=server" k apply --dry-run=server -n rel-cc -f "$REL/clusterclass-harvester-rke2.yaml"
+else
+  check "ClusterClass harvester-rke2 for the RKE2 providers v0.22+: kubectl apply --dry-run=server" \
+    k apply --dry-run=server -n rel-cc -f "$REL/clusterclass-harvester-rke2-v1beta2.yaml"
+fi
 for addon in harvester-cloud-provider harvester-csi-driver; do
   if CLUSTER_NAME=c-cc NAMESPACE=rel-cc "$CLUSTERCTL" generate yaml --from "$REL/clusterresourceset-$addon.yaml" \
     >"$work/$addon.yaml" 2>"$work/err"; then
@@ -226,12 +254,13 @@ if gen_mhc >"$work/mhc.yaml" 2>"$work/err"; then
 else
   fail "clusterctl generate yaml --from machinehealthcheck-harvester-rke2.yaml: $(cat "$work/err")"
 fi
-# Cluster API's webhook judges the values: a maxUnhealthy that is no number or percentage.
+# Cluster API's webhook judges the values: a maxUnhealthy that is no number or percentage
+# (v1.11+ names the field as v1beta2 has it: spec.remediation.triggerIf.unhealthyLessThanOrEqualTo).
 if ! gen_mhc MHC_MAX_UNHEALTHY=most >"$work/mhc-bad.yaml" 2>"$work/err"; then
   fail "clusterctl generate yaml (MHC_MAX_UNHEALTHY=most): $(cat "$work/err")"
 elif k apply --dry-run=server -f "$work/mhc-bad.yaml" >"$work/mhc-bad.log" 2>&1; then
   fail "a MachineHealthCheck with maxUnhealthy 'most' was accepted"
-elif grep -q 'spec.maxUnhealthy: Invalid value' "$work/mhc-bad.log"; then
+elif grep -Eq 'spec.(maxUnhealthy|remediation.triggerIf.unhealthyLessThanOrEqualTo): Invalid value' "$work/mhc-bad.log"; then
   pass "a MachineHealthCheck with a bad maxUnhealthy is refused"
 else
   fail "the MachineHealthCheck with maxUnhealthy 'most' failed otherwise: $(cat "$work/mhc-bad.log")"

@@ -6,7 +6,12 @@ ROOT=${CAPHV_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 CACHE=${CAPHV_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/caphv}
 KUBECTL=${KUBECTL:-$CACHE/bin/current/kubectl}
 HELM=${HELM:-$CACHE/bin/current/helm}
-CLUSTERCTL=${CLUSTERCTL:-$CACHE/bin/current/clusterctl}
+# clusterctl of Cluster API v1.14 (v1.10's takes only v1beta1-contract providers; the release's
+# series is v1beta2), v1.10's when v1.14 is not built.
+if [ -z "${CLUSTERCTL:-}" ]; then
+  CLUSTERCTL=$CACHE/bin/capi-1.14/clusterctl
+  [ -x "$CLUSTERCTL" ] || CLUSTERCTL=$CACHE/bin/current/clusterctl
+fi
 PROMTOOL=${PROMTOOL:-$(command -v promtool || echo /usr/bin/promtool)}
 # The release under test: made by the ctest fixture release_build (hack/release.sh
 # with OUT_DIR=$CAPHV_RELEASE_DIR).

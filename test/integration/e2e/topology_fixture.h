@@ -10,7 +10,9 @@
 
 #pragma once
 
+#include <algorithm>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -409,6 +411,53 @@ class TopologyFixture : public E2ETest {
         },
         kWait, kPoll))
         << etcd.Describe();
+  }
+
+  // `clusterctl describe cluster` of the bed's Cluster API release (its
+  // CLUSTERCTL_BIN): the Cluster, its HarvesterCluster and `machines`
+  // Machines each on a summary line whose status is True, none False or
+  // Unknown. v1.14 prints STATUS (Available/Ready), v1.10 READY.
+  void ExpectDescribedHealthy(size_t machines) {
+    const std::string clusterctl = Testbed::Get().EnvValue("CLUSTERCTL_BIN");
+    ASSERT_FALSE(clusterctl.empty()) << "the bed's env has no CLUSTERCTL_BIN";
+    std::string out;
+    ASSERT_EQ(caphv::testing::RunCommand("env CLUSTERCTL_DISABLE_VERSIONCHECK=true NO_COLOR=1 '" +
+                                             clusterctl + "' describe cluster " + cluster_ +
+                                             " -n " + ns() + " --grouping=false --kubeconfig '" +
+                                             Testbed::Get().KubeconfigPath(caphv::testing::kMgmt) +
+                                             "' 2>&1",
+                                         &out),
+              0)
+        << out;
+    std::cout << out;
+    size_t described_machines = 0;
+    bool cluster = false;
+    bool infra = false;
+    std::istringstream lines(out);
+    for (std::string line; std::getline(lines, line);) {
+      std::istringstream words(line);
+      std::vector<std::string> tokens;
+      for (std::string w; words >> w;) tokens.push_back(w);
+      const auto has = [&](std::string_view t) {
+        return std::find(tokens.begin(), tokens.end(), t) != tokens.end();
+      };
+      // v1.14 names objects "Kind ns/name", v1.10 "Kind/name".
+      const auto names = [&](const std::string& kind) {
+        return line.find(kind + " " + ns() + "/") != std::string::npos ||
+               line.find(kind + "/") != std::string::npos;
+      };
+      const bool is_machine =
+          names("Machine") && line.find("HarvesterMachine") == std::string::npos;
+      const bool is_cluster = line.rfind("Cluster ", 0) == 0 || line.rfind("Cluster/", 0) == 0;
+      const bool is_infra = names("HarvesterCluster");
+      if (!is_machine && !is_cluster && !is_infra) continue;
+      EXPECT_TRUE(has("True") && !has("False") && !has("Unknown")) << line << "\n" << out;
+      described_machines += is_machine ? 1 : 0;
+      cluster = cluster || is_cluster;
+      infra = infra || is_infra;
+    }
+    EXPECT_TRUE(cluster && infra) << out;
+    EXPECT_EQ(described_machines, machines) << out;
   }
 
   void ScaleControlPlane(int replicas) {

@@ -194,6 +194,11 @@ TEST_F(TopologyTest, ClusterOfClassHarvesterRke2ProvisionsScalesAndIsDeleted) {
       << DumpOf(mgmt_->Get(kResourceSetBindings, ns(), cluster_));
   std::cout << "addons applied after " << SecondsSinceStart() << " s\n";
 
+  // `clusterctl describe cluster` (the bed's Cluster API release) shows the
+  // Cluster, the HarvesterCluster and every Machine healthy: no condition of
+  // theirs False or Unknown on the summary lines.
+  ExpectDescribedHealthy(3);
+
   // The control plane through the topology: 1 -> 3 servers, each joining
   // the first (the simulated RKE2 registers no Node otherwise), each with an
   // address of the pool.

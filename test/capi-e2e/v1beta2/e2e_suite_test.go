@@ -1,0 +1,1 @@
+../e2e_suite_test.go

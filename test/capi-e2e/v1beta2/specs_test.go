@@ -1,0 +1,1 @@
+../specs_test.go

@@ -1,0 +1,1 @@
+../waiters_test.go
