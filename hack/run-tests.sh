@@ -7,9 +7,11 @@
 # v1.13.7, clusterctl init of the release), the ASan tree on 1.10 (v1.10.10 and
 # v0.21.1: the seeds' pair, v1.10's specs) when hack/build-testbins.sh built
 # v1.14 (it skips it with a message under a Go older than 1.26; both trees then
-# run on 1.10); after the former the ThreadSanitizer tree's client-runtime tests
-# (build-tsan/), after the latter the fuzz tree's targets (build-fuzz/, clang +
-# libFuzzer, each for 30 s). Each tree has its own test
+# run on 1.10). The regular tree runs in two lanes (ctest -j 2): the tests of
+# its bed, and beside them the upgrade scenarios on beds of their own, each
+# moved from v1.10 to v1.14 (test/CMakeLists.txt). After the ASan tree, the
+# fuzz tree's targets (build-fuzz/, clang + libFuzzer, each for 30 s) and the
+# ThreadSanitizer tree's client-runtime tests (build-tsan/). Each tree has its own test
 # bed, so by default both run at the same time: the end-to-end scenarios
 # spend most of their time waiting on controllers, not on the CPU. Output
 # lines carry the tree's name; each tree's full log is in
@@ -85,21 +87,21 @@ tsan_tree() {
 start=$(date +%s)
 rc_regular=0 rc_asan=0
 if [ "${CAPHV_TESTS_SERIAL:-0}" = 1 ]; then
-  CAPHV_CAPI=$CAPHV_CAPI_REGULAR run_tree regular build --timeout 2700 -j 1 || rc_regular=$?
-  tsan_tree || rc_regular=$?
+  CAPHV_CAPI=$CAPHV_CAPI_REGULAR run_tree regular build --timeout 2700 -j 2 || rc_regular=$?
   asan_tree || rc_asan=$?
   fuzz_tree || rc_asan=$?
+  tsan_tree || rc_asan=$?
 else
-  # Two branches of about equal length: regular + TSan, ASan + fuzz.
-  { rc=0; CAPHV_CAPI=$CAPHV_CAPI_REGULAR run_tree regular build --timeout 2700 -j 1 || rc=$?
-    tsan_tree || rc=1; exit "$rc"; } &
+  # Two branches of about equal length: the regular tree (two lanes, see
+  # test/CMakeLists.txt), and ASan + fuzz + TSan.
+  { CAPHV_CAPI=$CAPHV_CAPI_REGULAR run_tree regular build --timeout 2700 -j 2; } &
   regular=$!
-  { rc=0; asan_tree || rc=$?; fuzz_tree || rc=1; exit "$rc"; } &
+  { rc=0; asan_tree || rc=$?; fuzz_tree || rc=1; tsan_tree || rc=1; exit "$rc"; } &
   asan=$!
   wait "$regular" || rc_regular=$?
   wait "$asan" || rc_asan=$?
 fi
-echo "tests: regular+tsan exit $rc_regular, asan+fuzz exit $rc_asan, $(($(date +%s) - start)) s" \
+echo "tests: regular exit $rc_regular, asan+fuzz+tsan exit $rc_asan, $(($(date +%s) - start)) s" \
   "(logs: build/Testing/run-tests.log, build-asan/Testing/run-tests.log," \
   "build-fuzz/Testing/run-tests.log, build-tsan/Testing/run-tests.log)"
 [ "$rc_regular" -eq 0 ] && [ "$rc_asan" -eq 0 ]

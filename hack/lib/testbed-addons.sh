@@ -74,14 +74,29 @@ json.dump({"apiVersion": "v1", "kind": "List", "items": items}, sys.stdout)
 # by `add-cluster` (process `capi-NAME`, DIR/capi-NAME, env keys NAME_CAPI_*,
 # ports $NAME_CAPI_*_PORT).
 tb_up_capi() {
-  local name=${1:-mgmt} t0 config="${CAPI_BIN_DIR:-$CACHE/bin/current}/config" kc deadline comp cdir key
-  local webhook_port health_port diag_port
-  kc="$DIR/$name.kubeconfig"
-  if [ "$name" = mgmt ]; then comp=capi key=CAPI; else comp=capi-$name key=${name^^}_CAPI; fi
+  local t0
+  t0=$(tb_now_ms)
+  tb_capi_install "${1:-mgmt}"
+  tb_capi_start "${1:-mgmt}"
+  tb_log "Cluster API ready on '${1:-mgmt}' in $((($(tb_now_ms) - t0) / 1000))s"
+}
+
+# tb_capi_vars NAME: sets kc, comp, cdir, key, webhook_port, health_port,
+# diag_port (locals of the caller) for the Cluster API of cluster NAME.
+tb_capi_vars() {
+  kc="$DIR/$1.kubeconfig"
+  if [ "$1" = mgmt ]; then comp=capi key=CAPI; else comp=capi-$1 key=${1^^}_CAPI; fi
   cdir="$DIR/$comp"
   webhook_port=${key}_WEBHOOK_PORT health_port=${key}_HEALTH_PORT diag_port=${key}_DIAGNOSTICS_PORT
   webhook_port=${!webhook_port} health_port=${!health_port} diag_port=${!diag_port}
-  t0=$(tb_now_ms)
+}
+
+# tb_capi_install NAME: the CRDs and webhook configurations of the bed's
+# generation, applied (no manager started).
+tb_capi_install() {
+  local config="${CAPI_BIN_DIR:-$CACHE/bin/current}/config" kc comp cdir key
+  local webhook_port health_port diag_port
+  tb_capi_vars "$1"
   if [ ! -d "$config/crd/bases" ] || [ ! -f "$config/webhook/manifests.yaml" ]; then
     tb_die "Cluster API manifests not found in $config; run hack/build-testbins.sh capi"
   fi
@@ -112,7 +127,12 @@ tb_up_capi() {
     tb_fail_with_log "$comp-install" "rewriting $config/webhook/manifests.yaml failed"
   kubectl --kubeconfig "$kc" apply --server-side -f "$cdir/webhooks.json" >>"$DIR/logs/$comp-install.log" 2>&1 ||
     tb_fail_with_log "$comp-install" "registering Cluster API webhooks failed"
+}
 
+# tb_capi_start NAME: starts the core manager and waits until it is ready.
+tb_capi_start() {
+  local kc comp cdir key webhook_port health_port diag_port deadline
+  tb_capi_vars "$1"
   tb_start "$comp" "$CAPI_BIN" --kubeconfig="$kc" \
     --webhook-port="$webhook_port" --webhook-cert-dir="$cdir/certs" \
     --health-addr="127.0.0.1:$health_port" \
@@ -152,7 +172,6 @@ tb_up_capi() {
       tb_fail_with_log "$comp" "Cluster API manager not ready after ${TIMEOUT}s (last: $out)"
     sleep 0.5
   done
-  tb_log "Cluster API ready on '$name' in $((($(tb_now_ms) - t0) / 1000))s"
 }
 
 # ---------------------------------------------------------------------------
@@ -272,8 +291,15 @@ tb_rke2_install() {
 
 # tb_rke2_start: starts both managers and waits until they are ready.
 tb_rke2_start() {
-  local kc="$DIR/mgmt.kubeconfig" part
+  local part
   for part in bootstrap controlplane; do tb_start_rke2_manager "$part"; done
+  tb_rke2_ready
+}
+
+# tb_rke2_ready: until the CRDs are established and both managers (started)
+# answer and pass their webhooks.
+tb_rke2_ready() {
+  local kc="$DIR/mgmt.kubeconfig"
   kubectl --kubeconfig "$kc" wait --for=condition=Established --timeout="${TIMEOUT}s" \
     -f "$DIR/rke2/bootstrap-crds.json" -f "$DIR/rke2/controlplane-crds.json" \
     >>"$DIR/logs/rke2-install.log" 2>&1 || tb_fail_with_log rke2-install "the RKE2 CRDs not established"
