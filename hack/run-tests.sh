@@ -7,11 +7,12 @@
 # v1.13.7, clusterctl init of the release), the ASan tree on 1.10 (v1.10.10 and
 # v0.21.1: the seeds' pair, v1.10's specs) when hack/build-testbins.sh built
 # v1.14 (it skips it with a message under a Go older than 1.26; both trees then
-# run on 1.10). The regular tree runs in two lanes (ctest -j 2): the tests of
-# its bed, and beside them the upgrade scenarios on beds of their own, each
-# moved from v1.10 to v1.14 (test/CMakeLists.txt). After the ASan tree, the
-# fuzz tree's targets (build-fuzz/, clang + libFuzzer, each for 30 s) and the
-# ThreadSanitizer tree's client-runtime tests (build-tsan/). Each tree has its own test
+# run on 1.10). The regular tree's upgrade lane (label `upgrade`: the upgrade
+# scenarios on beds of their own, each moved from v1.10 to v1.14, see
+# test/CMakeLists.txt) runs after the ASan tree; the rest of the regular tree,
+# then the fuzz tree's targets (build-fuzz/, clang + libFuzzer, each for 30 s)
+# and the ThreadSanitizer tree's client-runtime tests (build-tsan/) beside
+# them. Each tree has its own test
 # bed, so by default both run at the same time: the end-to-end scenarios
 # spend most of their time waiting on controllers, not on the CPU. Output
 # lines carry the tree's name; each tree's full log is in
@@ -28,12 +29,15 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 
-# run_tree NAME DIR ARGS...: ctest in DIR, every line prefixed with NAME.
+# run_tree NAME DIR ARGS...: ctest in DIR, every line prefixed with NAME;
+# its log in DIR/Testing/run-tests.log (run-tests-NAME.log for the upgrade
+# lane, which runs in build/ beside the rest of the regular tree).
 run_tree() {
-  local name=$1 dir=$2
+  local name=$1 dir=$2 log=run-tests.log
   shift 2
+  [ "$name" = upgrade ] && log=run-tests-upgrade.log
   mkdir -p "$dir/Testing"
-  (cd "$dir" && ctest --output-on-failure "$@") 2>&1 | tee "$dir/Testing/run-tests.log" |
+  (cd "$dir" && ctest --output-on-failure "$@") 2>&1 | tee "$dir/Testing/$log" |
     sed -u "s/^/[$name] /"
   return "${PIPESTATUS[0]}"
 }
@@ -87,21 +91,28 @@ tsan_tree() {
 start=$(date +%s)
 rc_regular=0 rc_asan=0
 if [ "${CAPHV_TESTS_SERIAL:-0}" = 1 ]; then
-  CAPHV_CAPI=$CAPHV_CAPI_REGULAR run_tree regular build --timeout 2700 -j 2 || rc_regular=$?
+  CAPHV_CAPI=$CAPHV_CAPI_REGULAR run_tree regular build --timeout 2700 -j 1 -LE upgrade ||
+    rc_regular=$?
+  fuzz_tree || rc_regular=$?
+  tsan_tree || rc_regular=$?
   asan_tree || rc_asan=$?
-  fuzz_tree || rc_asan=$?
-  tsan_tree || rc_asan=$?
+  run_tree upgrade build --timeout 2700 -j 1 -L upgrade || rc_asan=$?
 else
-  # Two branches of about equal length: the regular tree (two lanes, see
-  # test/CMakeLists.txt), and ASan + fuzz + TSan.
-  { CAPHV_CAPI=$CAPHV_CAPI_REGULAR run_tree regular build --timeout 2700 -j 2; } &
+  # Two branches of about equal length: the regular tree's bed, fuzz and
+  # TSan; the ASan tree, then the regular tree's upgrade lane (its own beds,
+  # test/CMakeLists.txt). Two beds at a time: more overload two cores.
+  { rc=0; CAPHV_CAPI=$CAPHV_CAPI_REGULAR run_tree regular build --timeout 2700 -j 1 -LE upgrade ||
+      rc=$?
+    fuzz_tree || rc=1; tsan_tree || rc=1; exit "$rc"; } &
   regular=$!
-  { rc=0; asan_tree || rc=$?; fuzz_tree || rc=1; tsan_tree || rc=1; exit "$rc"; } &
+  { rc=0; asan_tree || rc=$?; run_tree upgrade build --timeout 2700 -j 1 -L upgrade || rc=1
+    exit "$rc"; } &
   asan=$!
   wait "$regular" || rc_regular=$?
   wait "$asan" || rc_asan=$?
 fi
-echo "tests: regular exit $rc_regular, asan+fuzz+tsan exit $rc_asan, $(($(date +%s) - start)) s" \
-  "(logs: build/Testing/run-tests.log, build-asan/Testing/run-tests.log," \
+echo "tests: regular+fuzz+tsan exit $rc_regular, asan+upgrade exit $rc_asan, $(($(date +%s) - start)) s" \
+  "(logs: build/Testing/run-tests.log, build/Testing/run-tests-upgrade.log," \
+  "build-asan/Testing/run-tests.log," \
   "build-fuzz/Testing/run-tests.log, build-tsan/Testing/run-tests.log)"
 [ "$rc_regular" -eq 0 ] && [ "$rc_asan" -eq 0 ]

@@ -4,6 +4,7 @@
 
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -183,20 +184,33 @@ int WriteObjects(const std::string& output, const std::vector<Json>& objects, st
 
 // The class's RKE2 refs at the API the management cluster's RKE2 providers
 // serve (v1beta2 from v0.22, which Cluster API v1.11+ matches patch selectors
-// against), unless --rke2-api-version chose one.
+// against), unless --rke2-api-version chose one. `served` gets the version
+// the class must name ("" when the RKE2 providers are not installed: Cluster
+// API's webhook says so). nullopt, after one line on `err`, when the
+// management cluster's discovery cannot be read.
 namespace {
-std::vector<Json> AtServedRke2Api(kube::Client& client, const GenerateFlags& f,
-                                  const std::vector<Json>& objects, std::ostream& err) {
+std::optional<std::vector<Json>> AtServedRke2Api(kube::Client& client, const GenerateFlags& f,
+                                                 const std::vector<Json>& objects,
+                                                 std::string* served, std::ostream& err) {
   std::vector<Json> out = objects;
-  if (f.given.contains("--rke2-api-version")) return out;
+  if (f.given.contains("--rke2-api-version")) {
+    *served = f.options.rke2_api_version;
+    return out;
+  }
   auto group = client.GetPath("/apis/controlplane.cluster.x-k8s.io");
-  if (!group.ok()) return out;  // not installed: Cluster API's webhook says so
-  const std::string version = kube::ServesVersion(*group, "v1beta2") ? "v1beta2" : "v1beta1";
-  if (version == f.options.rke2_api_version) return out;
+  if (!group.ok()) {
+    if (group.status().IsNotFound()) return out;
+    err << "caphv generate: reading which API the RKE2 providers serve "
+           "(/apis/controlplane.cluster.x-k8s.io): "
+        << group.status().message() << " (or choose it with --rke2-api-version)\n";
+    return std::nullopt;
+  }
+  *served = kube::ServesVersion(*group, "v1beta2") ? "v1beta2" : "v1beta1";
+  if (*served == f.options.rke2_api_version) return out;
   // Only RKE2 apiVersions move: the class's templates and refs (and a
   // Cluster's controlPlaneRef, if one names RKE2), nothing else.
-  generate::UseRke2ApiVersion(out, version);
-  err << "the RKE2 providers serve " << version << ": the ClusterClass refers to that API\n";
+  generate::UseRke2ApiVersion(out, *served);
+  err << "the RKE2 providers serve " << *served << ": the ClusterClass refers to that API\n";
   return out;
 }
 }  // namespace
@@ -205,11 +219,25 @@ int ApplyAndWait(kube::Client& client, const GenerateFlags& f, const std::vector
                  std::ostream& err) {
   const auto& o = f.options;
   const std::string ns = o.Namespace();
-  const std::vector<Json> objects = AtServedRke2Api(client, f, given, err);
+  std::string served;
+  const auto at_served = AtServedRke2Api(client, f, given, &served, err);
+  if (!at_served) return 1;
+  const std::vector<Json>& objects = *at_served;
   // The class only when the namespace lacks it.
   bool have_class = false;
   if (auto got = client.Get(kClusterClasses, ns, o.cls); got.ok()) {
     have_class = true;
+    // A class made before the RKE2 providers moved to v1beta2: Cluster API
+    // v1.11+ cannot reconcile a topology of it (docs/troubleshooting.md).
+    const auto versions = generate::Rke2ApiVersionsIn(*got);
+    if (!served.empty() && !versions.empty() &&
+        (versions.size() > 1 || *versions.begin() != served)) {
+      err << "caphv generate: ClusterClass " << ns << "/" << o.cls
+          << " refers to the RKE2 providers' API at " << *versions.begin() << " but they serve "
+          << served << ": apply it with its RKE2 apiVersions moved to " << served
+          << " first (docs/operations.md, Upgrading Cluster API underneath CAPHV)\n";
+      return 1;
+    }
   } else if (!got.status().IsNotFound()) {
     err << "caphv generate: reading ClusterClass " << ns << "/" << o.cls << ": "
         << got.status().message() << "\n";

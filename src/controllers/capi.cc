@@ -140,6 +140,11 @@ std::string CapiVersionServed(const kube::Object& api_group) {
   return kube::ServesVersion(api_group, "v1beta2") ? "v1beta2" : "v1beta1";
 }
 
+std::string NewerCapiVersionServed(std::string_view reading, const kube::Object& api_group) {
+  std::string served = CapiVersionServed(api_group);
+  return reading == "v1beta1" && served == "v1beta2" ? served : "";
+}
+
 std::string BootstrapDataSecretName(const kube::Object& machine) {
   return Str(machine, {"spec", "bootstrap", "dataSecretName"});
 }

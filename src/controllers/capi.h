@@ -66,6 +66,12 @@ bool ClusterControlPlaneInitialized(const kube::Object& cluster);
 // paths in both, or read in both shapes (ClusterInfrastructureReady, ...).
 std::string CapiVersionServed(const kube::Object& api_group);
 
+// When a manager reading cluster.x-k8s.io at `reading` should start again to
+// read the newer version the group's discovery document now serves (Cluster
+// API upgraded underneath it from v1.10 to v1.11+): that version, else "".
+// Never back to v1beta1: a missing or unreadable document says nothing.
+std::string NewerCapiVersionServed(std::string_view reading, const kube::Object& api_group);
+
 // Machine spec.bootstrap.dataSecretName ("" while the bootstrap provider works).
 std::string BootstrapDataSecretName(const kube::Object& machine);
 

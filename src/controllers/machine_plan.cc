@@ -99,6 +99,12 @@ class Planner {
                           ? obs_.cloud_init_secret->not_merged_because
                           : std::string());
     if (!obs_.harvester.ready) {
+      // A connection being built (after a restart of the manager, or a new
+      // identity) does not undo what was reported: a provisioned machine
+      // stays Ready until the connection fails.
+      if (!obs_.harvester.failed() && conditions_.Find(kVmProvisioningReady) != nullptr) {
+        return WaitFor(obs_.harvester, "Harvester connection");
+      }
       Mark(kVmProvisioningReady, false, obs_.harvester.reason,
            "no connection to Harvester: " + obs_.harvester.message, obs_.harvester.failed());
       return WaitFor(obs_.harvester, "Harvester connection");

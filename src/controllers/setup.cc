@@ -106,8 +106,10 @@ struct Controllers::Impl {
   // Every minute, closes the Harvester connections no HarvesterCluster names
   // and the workload clusters none of whose Machines still waits for its
   // Node (a nodeRef, or NodeInitialized on its HarvesterMachine), so their
-  // watches and caches do not outlive their clusters.
-  void SweepUntil(std::stop_token stop) {
+  // watches and caches do not outlive their clusters; and looks whether
+  // cluster.x-k8s.io now serves a newer version than the one read (Cluster
+  // API upgraded underneath): returns it then, "" when stopped.
+  std::string SweepUntil(std::stop_token stop) {
     std::mutex mu;
     std::condition_variable_any cv;
     std::unique_lock lock(mu);
@@ -115,7 +117,7 @@ struct Controllers::Impl {
       // With a stop token, wait_for returns the predicate's value (false)
       // once stop is requested: test the token itself.
       cv.wait_for(lock, stop, kSweepPeriod, [] { return false; });
-      if (stop.stop_requested()) return;
+      if (stop.stop_requested()) return "";
       auto hcs = ctx.harvester_clusters;
       ctx.connections->Sweep([hcs](const std::string& identity) {
         auto users = hcs->store().IndexKeys(kIdentityIndex, identity);
@@ -136,6 +138,11 @@ struct Controllers::Impl {
         }
         return false;
       });
+      if (auto group = ctx.mgmt->GetPath("/apis/" + std::string(kCapiGroup)); group.ok()) {
+        if (std::string newer = NewerCapiVersionServed(capi_version, *group); !newer.empty()) {
+          return newer;
+        }
+      }
     }
   }
 
@@ -316,6 +323,11 @@ kube::Status Controllers::Run(std::stop_token leading) {
                                     {"namespace", impl_->options.watch_namespace},
                                     {"clusterAPIVersion", impl_->capi_version}});
   kube::Status cluster_status, machine_status;
+  // The controllers stop when leading ends, or when the sweeper finds a newer
+  // Cluster API version served (then the manager exits so that it restarts).
+  std::stop_source running;
+  std::stop_callback forward(leading, [&running] { running.request_stop(); });
+  std::string newer;
   {
     // Exceptions never cross a thread top: logged, and the controller fails.
     auto guarded = [&log](const char* what, const std::function<kube::Status()>& body) {
@@ -328,14 +340,23 @@ kube::Status Controllers::Run(std::stop_token leading) {
       }
     };
     std::jthread a([&] {
-      cluster_status = guarded("harvestercluster", [&] { return impl_->clusters->Run(leading); });
+      cluster_status =
+          guarded("harvestercluster", [&] { return impl_->clusters->Run(running.get_token()); });
     });
     std::jthread b([&] {
-      machine_status = guarded("harvestermachine", [&] { return impl_->machines->Run(leading); });
+      machine_status =
+          guarded("harvestermachine", [&] { return impl_->machines->Run(running.get_token()); });
     });
     std::jthread sweeper([&] {
       (void)guarded("sweeper", [&] {
-        impl_->SweepUntil(leading);
+        newer = impl_->SweepUntil(running.get_token());
+        if (!newer.empty()) {
+          log.Info(
+              "Cluster API now serves a newer version; restarting to read Clusters and "
+              "Machines at it",
+              {{"clusterAPIVersion", newer}, {"reading", impl_->capi_version}});
+          running.request_stop();
+        }
         return kube::Status::Ok();
       });
     });
@@ -344,6 +365,12 @@ kube::Status Controllers::Run(std::stop_token leading) {
   ctx.workloads->Stop();
   ctx.recorder->Shutdown(std::chrono::seconds(2));
   if (leading.stop_requested()) return kube::Status::Ok();
+  if (!newer.empty()) {
+    return {kube::StatusCode::kUnavailable, "Cluster API now serves cluster.x-k8s.io/" + newer +
+                                                " (read at " + impl_->capi_version +
+                                                " since the start); exiting so that the restarted "
+                                                "manager reads it"};
+  }
   return !cluster_status.ok() ? cluster_status : machine_status;
 }
 

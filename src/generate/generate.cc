@@ -112,28 +112,45 @@ std::string RkeVersion(std::string_view version) {
 }
 
 namespace {
-void RewriteRke2ApiVersions(Json& node, const std::string& version, int depth) {
-  if (depth > 64) return;  // our own template: a few levels deep
+// Calls fn(value, group) on every "apiVersion" string of an RKE2 provider's
+// group ("controlplane.cluster.x-k8s.io/", "bootstrap.cluster.x-k8s.io/")
+// in `node`, at any depth up to 64 (our own template: a few levels deep).
+template <typename J, typename F>
+void ForEachRke2ApiVersion(J& node, const F& fn, int depth = 0) {
+  if (depth > 64) return;
   if (node.is_array()) {
-    for (auto& item : node) RewriteRke2ApiVersions(item, version, depth + 1);
+    for (auto& item : node) ForEachRke2ApiVersion(item, fn, depth + 1);
     return;
   }
   if (!node.is_object()) return;
   for (auto& [key, value] : node.items()) {
     if (key == "apiVersion" && value.is_string()) {
-      const std::string api_version = value.get<std::string>();
-      for (const char* group : {"controlplane.cluster.x-k8s.io/", "bootstrap.cluster.x-k8s.io/"}) {
-        if (api_version.starts_with(group)) value = std::string(group) + version;
+      const std::string api_version = value.template get<std::string>();
+      for (std::string_view group :
+           {"controlplane.cluster.x-k8s.io/", "bootstrap.cluster.x-k8s.io/"}) {
+        if (api_version.starts_with(group)) fn(value, group);
       }
     } else {
-      RewriteRke2ApiVersions(value, version, depth + 1);
+      ForEachRke2ApiVersion(value, fn, depth + 1);
     }
   }
 }
 }  // namespace
 
+std::set<std::string> Rke2ApiVersionsIn(const Json& doc) {
+  std::set<std::string> out;
+  ForEachRke2ApiVersion(doc, [&out](const Json& value, std::string_view group) {
+    out.insert(value.get<std::string>().substr(group.size()));
+  });
+  return out;
+}
+
 void UseRke2ApiVersion(std::vector<Json>& class_docs, std::string_view version) {
-  for (auto& doc : class_docs) RewriteRke2ApiVersions(doc, std::string(version), 0);
+  for (auto& doc : class_docs) {
+    ForEachRke2ApiVersion(doc, [version](Json& value, std::string_view group) {
+      value = std::string(group) + std::string(version);
+    });
+  }
 }
 
 Status Validate(const Options& o) {

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -74,6 +75,10 @@ struct Options {
 // objects. Cluster API matches a patch's selector by apiVersion, so a class
 // must name the version Cluster API reads the templates at.
 void UseRke2ApiVersion(std::vector<api::Json>& class_docs, std::string_view version);
+
+// The API versions of the RKE2 providers ("v1beta1", "v1beta2") that `doc`
+// (a ClusterClass or template) refers to or is at.
+std::set<std::string> Rke2ApiVersionsIn(const api::Json& doc);
 
 // OK, or kInvalidArgument with one line naming the flag and what is wrong
 // ("--gateway: \"10.0.0\" is not an IPv4 address"). Does not read files.

@@ -135,6 +135,37 @@ TEST_F(GenerateTest, SeedExamplesAreAcceptedByTheApiserver) {
   }
 }
 
+// A namespace whose class still names the RKE2 templates at v1beta1 on a
+// management cluster whose RKE2 providers (v0.25) serve v1beta2, as after an
+// upgrade of Cluster API: `caphv generate --apply` refuses in one line,
+// naming the fix, and creates nothing (Cluster API v1.14 could not reconcile
+// the topology of such a cluster).
+TEST_F(GenerateTest, ApplyRefusesAClassAtAnotherRke2ApiThanServed) {
+  if (Rke2ApiVersion() != "v1beta2") {
+    GTEST_SKIP() << "the bed's RKE2 providers serve v1beta1 only";
+  }
+  std::string out;
+  ASSERT_EQ(
+      RunCommand(Kubectl() + "apply -n " + ns() + " -f '" +
+                     caphv::testing::SourcePath("templates/clusterclass-harvester-rke2.yaml") +
+                     "' 2>&1",
+                 &out),
+      0)
+      << out;
+  out.clear();
+  EXPECT_EQ(RunCommand(SeedExample() + " --apply --timeout 30s --kubeconfig '" +
+                           Testbed::Get().KubeconfigPath(caphv::testing::kMgmt) + "' 2>&1",
+                       &out),
+            1)
+      << out;
+  EXPECT_THAT(out, ::testing::HasSubstr("caphv generate: ClusterClass " + ns() +
+                                        "/harvester-rke2 refers to the RKE2 providers' API at "
+                                        "v1beta1 but they serve v1beta2: apply it with its RKE2 "
+                                        "apiVersions moved to v1beta2 first"))
+      << out;
+  EXPECT_TRUE(mgmt_->Get(kClusters, ns(), cluster_).status().IsNotFound());
+}
+
 // Waits until the last line of the terminal is the question `prompt` (its
 // default in brackets included); false after `timeout`.
 bool AwaitPrompt(const Tmux& tmux, const std::string& prompt,

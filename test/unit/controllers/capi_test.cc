@@ -87,6 +87,20 @@ TEST(CapiTest, ClusterApiObjectsAreReadAtTheNewestVersionServed) {
   EXPECT_EQ(CapiVersionServed(Object{{"versions", "v1beta2"}}), "v1beta1");
 }
 
+TEST(CapiTest, AManagerReadingV1beta1RestartsOnceV1beta2IsServed) {
+  const Object v1beta2 = Object::parse(
+      R"({"versions":[{"version":"v1beta2"},{"version":"v1beta1"}],"preferredVersion":{"version":"v1beta2"}})");
+  const Object v1beta1 = Object::parse(R"({"versions":[{"version":"v1beta1"}]})");
+  // Cluster API upgraded from v1.10 to v1.14 underneath it.
+  EXPECT_EQ(NewerCapiVersionServed("v1beta1", v1beta2), "v1beta2");
+  // Nothing new: reading the newest already, or nothing newer served.
+  EXPECT_EQ(NewerCapiVersionServed("v1beta2", v1beta2), "");
+  EXPECT_EQ(NewerCapiVersionServed("v1beta1", v1beta1), "");
+  // A failed look (no document) never sends a v1beta2 reader back.
+  EXPECT_EQ(NewerCapiVersionServed("v1beta2", Object()), "");
+  EXPECT_EQ(NewerCapiVersionServed("v1beta2", v1beta1), "");
+}
+
 TEST(CapiTest, BootstrapDataSecretName) {
   EXPECT_EQ(BootstrapDataSecretName(Object{{"spec", {{"bootstrap", {{"dataSecretName", "b"}}}}}}),
             "b");

@@ -76,6 +76,32 @@ TEST(MachinePlanTest, ConnectingIsReportedWithoutAWarningAndWaitsForTheConnectio
   EXPECT_TRUE(p.events.empty());
 }
 
+TEST(MachinePlanTest, AProvisionedMachineStaysReadyWhileItsConnectionIsBuilt) {
+  // Provisioned and reported Ready.
+  auto o = Base(false);
+  o.vm = OurVm();
+  o.hm.spec.provider_id = "harvester://vm-uid";
+  o.vmi = VmiView{"Running", {{"ExternalIP", "10.9.0.7"}}};
+  o.workload = {true, "", "", {}, "https://workload"};
+  const auto ready = PlanMachine(o);
+  ASSERT_EQ(Reason(ready, api::kReadyCondition), "Ready");
+  o.hm.status = ready.status;
+
+  // The manager restarted: its first connection to Harvester is under way.
+  o.harvester = {false, "Connecting", "connecting to Harvester (identity team/id)", {}, ""};
+  auto p = PlanMachine(o);
+  EXPECT_FALSE(p.action);
+  EXPECT_EQ(p.wait.kind, Wait::Kind::kEvent);
+  EXPECT_EQ(p.status.conditions, ready.status.conditions);
+  EXPECT_TRUE(p.status.ready.value_or(false));
+  EXPECT_TRUE(p.events.empty());
+
+  // The connection failed: that is reported.
+  o.harvester = {false, "HarvesterConnectionFailed", "cannot reach https://10.1.1.1:6443",
+                 seconds(8), ""};
+  EXPECT_EQ(Reason(PlanMachine(o), kVmProvisioningReady), "HarvesterConnectionFailed");
+}
+
 TEST(MachinePlanTest, AFailedConnectionWarnsOnceAndRetriesAtItsBackoff) {
   auto o = Base(false);
   o.harvester = {false, "HarvesterConnectionFailed", "cannot reach https://10.1.1.1:6443",

@@ -321,6 +321,28 @@ TEST(Generate, TheClassRefersToTheRke2ApiVersionAsked) {
   for (const auto& object : MustBuild(o)) EXPECT_TRUE(ResourceOf(object).ok()) << object["kind"];
 }
 
+TEST(Generate, Rke2ApiVersionsAClassRefersTo) {
+  Options o = Seed();
+  std::set<std::string> v1, v2;
+  for (const auto& object : MustBuild(o)) {
+    if (object.value("kind", "") == "ClusterClass") v1 = Rke2ApiVersionsIn(object);
+  }
+  o.rke2_api_version = "v1beta2";
+  for (const auto& object : MustBuild(o)) {
+    if (object.value("kind", "") == "ClusterClass") v2 = Rke2ApiVersionsIn(object);
+  }
+  EXPECT_EQ(v1, std::set<std::string>{"v1beta1"});
+  EXPECT_EQ(v2, std::set<std::string>{"v1beta2"});
+  // Half moved by hand: both; other groups and non-strings are not RKE2's.
+  const Json mixed = Json::parse(R"({"spec":{"controlPlane":{"ref":{
+      "apiVersion":"controlplane.cluster.x-k8s.io/v1beta2"}},"workers":[{"template":{
+      "bootstrap":{"ref":{"apiVersion":"bootstrap.cluster.x-k8s.io/v1beta1"}},
+      "infrastructure":{"ref":{"apiVersion":"infrastructure.cluster.x-k8s.io/v1alpha1"}}}}],
+      "x":{"apiVersion":7}}})");
+  EXPECT_EQ(Rke2ApiVersionsIn(mixed), (std::set<std::string>{"v1beta1", "v1beta2"}));
+  EXPECT_TRUE(Rke2ApiVersionsIn(Json::object()).empty());
+}
+
 TEST(Generate, EveryObjectHasAKnownResource) {
   Options o = Seed();
   for (const auto& object : MustBuild(o)) EXPECT_TRUE(ResourceOf(object).ok()) << object["kind"];
