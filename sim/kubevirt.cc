@@ -13,6 +13,7 @@
 #include "kube/base64.h"
 #include "sim/ipam.h"
 #include "sim/manifests.h"
+#include "sim/object_util.h"
 
 namespace caphv::sim {
 
@@ -179,6 +180,24 @@ std::vector<std::string> ValidateVm(const Object& vm, const std::string& network
     } else {
       // A missing image is not refused here: Harvester skips its PVC and the
       // VM waits (ErrorPvcNotFound, see EnsureClaims).
+    }
+  }
+  // KubeVirt v1.6.0's VMI admitter (pkg/virt-api/webhooks/validating-webhook/
+  // admitters/vmi-create-admitter.go, validateDomainSpec): an efi bootloader
+  // is Secure Boot unless secureBoot is false, and Secure Boot needs the SMM
+  // feature (present, enabled unless false).
+  using internal::FindAt;
+  if (const Object* efi = FindAt(domain, {"firmware", "bootloader", "efi"}); efi != nullptr) {
+    const Object* secure = FindAt(*efi, {"secureBoot"});
+    const bool secure_boot = secure == nullptr || !secure->is_boolean() || secure->get<bool>();
+    const Object* smm = FindAt(domain, {"features", "smm"});
+    const Object* smm_on = smm ? FindAt(*smm, {"enabled"}) : nullptr;
+    const bool smm_enabled =
+        smm != nullptr && (smm_on == nullptr || !smm_on->is_boolean() || smm_on->get<bool>());
+    if (secure_boot && !smm_enabled) {
+      errors.push_back(
+          "spec.template.spec.domain has EFI SecureBoot enabled. SecureBoot requires SMM, which is "
+          "currently disabled.");
     }
   }
   for (const auto& nic : PlanNics(vm, network_data)) {

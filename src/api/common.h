@@ -175,4 +175,34 @@ struct IPPoolSpec {
   bool operator==(const IPPoolSpec&) const = default;
 };
 
+// Static VM addressing from Harvester IP pools: the cluster's
+// (HarvesterCluster spec.vmNetworkConfig) or one machine's, which replaces it
+// for that machine (HarvesterMachine spec.vmNetworkConfig).
+struct VMNetworkConfig {
+  std::string ip_pool_ref;
+  std::vector<std::string> ip_pool_refs;
+  std::optional<IPPoolSpec> ip_pool;
+  std::string gateway;
+  std::string subnet_mask;
+  std::vector<std::string> dns_servers;
+  std::vector<std::string> dns_search;
+
+  static constexpr bool kDescribed = true;
+  template <typename Self, typename V>
+  static void Describe(Self& self, V& v) {
+    v(self.ip_pool_ref,
+      Field("ipPoolRef").Doc("Harvester IPPool VM addresses come from (name or namespace/name)."));
+    v(self.ip_pool_refs, Field("ipPoolRefs")
+                             .Doc("Ordered IPPools to allocate from, with fallback; wins over "
+                                  "ipPoolRef."));
+    v(self.ip_pool, Field("ipPool").Doc("Inline IP pool CAPHV creates for VM addresses."));
+    v(self.gateway, Field("gateway").Required().Doc("Default gateway of the VMs."));
+    v(self.subnet_mask,
+      Field("subnetMask").Required().Doc("Dotted subnet mask of the VMs, e.g. 255.255.255.0."));
+    v(self.dns_servers, Field("dnsServers").Doc("DNS servers of the VMs."));
+    v(self.dns_search, Field("dnsSearch").Doc("DNS search domains of the VMs."));
+  }
+  bool operator==(const VMNetworkConfig&) const = default;
+};
+
 }  // namespace caphv::api

@@ -107,34 +107,6 @@ struct UpdateCloudProviderConfig {
   bool operator==(const UpdateCloudProviderConfig&) const = default;
 };
 
-// Static VM addressing from Harvester IP pools.
-struct VMNetworkConfig {
-  std::string ip_pool_ref;
-  std::vector<std::string> ip_pool_refs;
-  std::optional<IPPoolSpec> ip_pool;
-  std::string gateway;
-  std::string subnet_mask;
-  std::vector<std::string> dns_servers;
-  std::vector<std::string> dns_search;
-
-  static constexpr bool kDescribed = true;
-  template <typename Self, typename V>
-  static void Describe(Self& self, V& v) {
-    v(self.ip_pool_ref,
-      Field("ipPoolRef").Doc("Harvester IPPool VM addresses come from (name or namespace/name)."));
-    v(self.ip_pool_refs, Field("ipPoolRefs")
-                             .Doc("Ordered IPPools to allocate from, with fallback; wins over "
-                                  "ipPoolRef."));
-    v(self.ip_pool, Field("ipPool").Doc("Inline IP pool CAPHV creates for VM addresses."));
-    v(self.gateway, Field("gateway").Required().Doc("Default gateway of the VMs."));
-    v(self.subnet_mask,
-      Field("subnetMask").Required().Doc("Dotted subnet mask of the VMs, e.g. 255.255.255.0."));
-    v(self.dns_servers, Field("dnsServers").Doc("DNS servers of the VMs."));
-    v(self.dns_search, Field("dnsSearch").Doc("DNS search domains of the VMs."));
-  }
-  bool operator==(const VMNetworkConfig&) const = default;
-};
-
 struct HarvesterClusterSpec {
   std::string server;
   SecretReference identity_secret;
@@ -160,7 +132,6 @@ struct HarvesterClusterSpec {
     v(self.target_namespace,
       Field("targetNamespace")
           .Required()
-          .MinLength(1)
           .Doc("Harvester namespace of the VMs, load balancer and secrets."));
     v(self.update_cloud_provider_config,
       Field("updateCloudProviderConfig")

@@ -5,8 +5,11 @@
 // CAPHV, one Harvester VM each. JSON names are those of the Go provider
 // v0.2.x; the field tables also generate the CRD schemas (api/fields.h).
 // Mended on purpose: `volumes[].volumeSize` is required in HarvesterMachines
-// (the Go provider declared it optional and crashed without it), `volumeType`
-// carries its enum, and `networkConfig` may carry its own `subnetMask`. The
+// (the Go provider declared it optional and crashed without it), and
+// `networkConfig` may carry its own `subnetMask`. What the Go provider's
+// webhook refuses in its own words (cpu 0, an empty sshUser or volume list,
+// an unknown volumeType, ...) the schema leaves to CAPHV's webhook, which
+// answers with the same words (webhooks/validation.h). The
 // template schema leaves unset values to ClusterClass patches (api/crd.h).
 //
 // Thread safety: plain values.
@@ -40,7 +43,6 @@ struct Volume {
   static void Describe(Self& self, V& v) {
     v(self.volume_type, Field("volumeType")
                             .Required()
-                            .Enum({"image", "storageClass"})
                             .Doc("image: a disk cloned from a Harvester VM image; storageClass: a "
                                  "blank disk of a storage class."));
     v(self.image_name,
@@ -53,9 +55,7 @@ struct Volume {
                             .IntOrStringQuantity()
                             .Doc("Size of the disk as a Kubernetes quantity, e.g. 40Gi."));
     v(self.boot_order,
-      Field("bootOrder")
-          .Minimum(0)
-          .Doc("Boot priority, 1 boots first; 0 or absent: not in the boot order."));
+      Field("bootOrder").Doc("Boot priority, 1 boots first; 0 or absent: not in the boot order."));
   }
   bool operator==(const Volume&) const = default;
 };
@@ -82,6 +82,37 @@ struct NetworkConfig {
   bool operator==(const NetworkConfig&) const = default;
 };
 
+// Firmware of the VM (the Go provider v0.8+): BIOS unless efi.
+struct Firmware {
+  bool efi = false;
+  bool secure_boot = false;
+
+  static constexpr bool kDescribed = true;
+  template <typename Self, typename V>
+  static void Describe(Self& self, V& v) {
+    v(self.efi, Field("efi").Doc("Boot the VM with UEFI firmware instead of BIOS."));
+    v(self.secure_boot,
+      Field("secureBoot")
+          .Doc("UEFI Secure Boot (the SMM CPU feature is turned on with it); requires efi. The "
+               "image must carry a signed bootloader."));
+  }
+  bool operator==(const Firmware&) const = default;
+};
+
+// Emulated TPM of the VM (the Go provider v0.8+).
+struct Tpm {
+  bool enabled = false;
+  bool persistent = false;
+
+  static constexpr bool kDescribed = true;
+  template <typename Self, typename V>
+  static void Describe(Self& self, V& v) {
+    v(self.enabled, Field("enabled").Doc("Attach an emulated TPM device to the VM."));
+    v(self.persistent, Field("persistent").Doc("Keep the TPM state across reboots."));
+  }
+  bool operator==(const Tpm&) const = default;
+};
+
 struct HarvesterMachineSpec {
   std::string provider_id;
   std::string failure_domain;
@@ -95,6 +126,9 @@ struct HarvesterMachineSpec {
   JsonAs<NodeAffinity> node_affinity;
   JsonAs<PodAffinity> workload_affinity;
   std::optional<NetworkConfig> network_config;
+  std::optional<VMNetworkConfig> vm_network_config;
+  std::optional<Firmware> firmware;
+  std::optional<Tpm> tpm;
 
   static constexpr bool kDescribed = true;
   template <typename Self, typename V>
@@ -104,29 +138,30 @@ struct HarvesterMachineSpec {
     v(self.failure_domain, Field("failureDomain")
                                .Doc("Failure domain (informational; Machine.spec.failureDomain "
                                     "wins)."));
-    v(self.cpu, Field("cpu").Required().Minimum(1).Doc("Number of vCPUs."));
-    v(self.memory, Field("memory")
-                       .Required()
-                       .Pattern(kQuantityPattern)
-                       .Doc("Memory as a Kubernetes quantity, e.g. 4Gi."));
-    v(self.ssh_user, Field("sshUser").Required().MinLength(1).Doc("SSH user of the VM."));
+    v(self.cpu, Field("cpu").Required().Doc("Number of vCPUs."));
+    v(self.memory, Field("memory").Required().Doc("Memory as a Kubernetes quantity, e.g. 4Gi."));
+    v(self.ssh_user, Field("sshUser").Required().Doc("SSH user of the VM."));
     v(self.ssh_key_pair, Field("sshKeyPair")
                              .Required()
-                             .MinLength(1)
                              .Doc("Harvester KeyPair (namespace/name or name in the target "
                                   "namespace)."));
-    v(self.volumes, Field("volumes").Required().MinItems(1).Doc(
-                        "Disks of the VM; exactly one image volume boots first."));
-    v(self.networks, Field("networks")
-                         .Required()
-                         .MinItems(1)
-                         .Doc("Harvester VM networks (namespace/name), one NIC each."));
+    v(self.volumes,
+      Field("volumes").Required().Doc("Disks of the VM; exactly one image volume boots first."));
+    v(self.networks,
+      Field("networks").Required().Doc("Harvester VM networks (namespace/name), one NIC each."));
     v(self.node_affinity,
       Field("nodeAffinity").Doc("Node affinity of the VM (core/v1 NodeAffinity)."));
     v(self.workload_affinity,
       Field("workloadAffinity").Doc("Pod affinity of the VM (core/v1 PodAffinity)."));
     v(self.network_config,
       Field("networkConfig").Doc("Static address of this machine; wins over IP pools."));
+    v(self.vm_network_config,
+      Field("vmNetworkConfig")
+          .Doc("IP pools, gateway, mask and DNS of this machine, replacing the cluster's "
+               "spec.vmNetworkConfig for it (e.g. workers on their own network); ipPoolRef or "
+               "ipPoolRefs only. Excludes networkConfig."));
+    v(self.firmware, Field("firmware").Doc("Firmware of the VM; BIOS when absent."));
+    v(self.tpm, Field("tpm").Doc("Emulated TPM device of the VM."));
   }
   bool operator==(const HarvesterMachineSpec&) const = default;
 };

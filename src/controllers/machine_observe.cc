@@ -180,7 +180,7 @@ void HarvesterMachineReconciler::ObserveHarvester(Run& r, MachineObservation& o)
   if (auto secret = conn.secrets().Get(ns, harvester::CloudInitSecretName(name))) {
     o.cloud_init_secret = ViewOfSecret(*secret, identity);
   }
-  std::vector<std::string> refs = harvester::VmPoolRefs(hc);
+  std::vector<std::string> refs = harvester::VmPoolRefs(hc, o.hm);
   if (!o.hm.status.allocated_pool_ref.empty() &&
       std::find(refs.begin(), refs.end(), o.hm.status.allocated_pool_ref) == refs.end()) {
     refs.push_back(o.hm.status.allocated_pool_ref);

@@ -71,7 +71,8 @@ class Planner {
   }
 
   bool PoolMode() const {
-    return obs_.hc && obs_.hc->spec.vm_network_config && !obs_.hm.spec.network_config;
+    return obs_.hc && harvester::MachineVmNetwork(obs_.hm, *obs_.hc) &&
+           !obs_.hm.spec.network_config;
   }
   // Nothing can exist on Harvester for a machine that never got a VM
   // (providerID) nor an address.
@@ -218,7 +219,7 @@ class Planner {
   void Allocate() {
     const std::string owner = MachineOwnerId(obs_);
     std::vector<harvester::PoolCandidate> configured;
-    for (const auto& ref : harvester::VmPoolRefs(*obs_.hc)) {
+    for (const auto& ref : harvester::VmPoolRefs(*obs_.hc, obs_.hm)) {
       auto it = std::find_if(obs_.pools.begin(), obs_.pools.end(),
                              [&](const auto& c) { return c.ref == ref; });
       configured.push_back(it != obs_.pools.end() ? *it : harvester::PoolCandidate{ref, {}});
@@ -262,7 +263,8 @@ class Planner {
     auto user_data = harvester::MergeUserData(ud);
     if (!user_data.ok()) return fail("InvalidBootstrapData", user_data.status().message());
     MarkBootstrapData(user_data->not_merged_because);
-    auto nd_in = harvester::EffectiveNetworkData(obs_.hm.spec, obs_.hc->spec.vm_network_config,
+    auto nd_in = harvester::EffectiveNetworkData(obs_.hm.spec,
+                                                 harvester::MachineVmNetwork(obs_.hm, *obs_.hc),
                                                  plan_.status.allocated_ip_address);
     if (!nd_in.ok()) return fail("InvalidNetworkConfig", nd_in.status().message());
     auto network_data = harvester::BuildNetworkData(*nd_in);

@@ -363,4 +363,15 @@ std::vector<std::string> VmPoolRefs(const api::HarvesterCluster& hc) {
   return refs;
 }
 
+const std::optional<api::VMNetworkConfig>& MachineVmNetwork(const api::HarvesterMachine& hm,
+                                                            const api::HarvesterCluster& hc) {
+  return hm.spec.vm_network_config ? hm.spec.vm_network_config : hc.spec.vm_network_config;
+}
+
+std::vector<std::string> VmPoolRefs(const api::HarvesterCluster& hc,
+                                    const api::HarvesterMachine& hm) {
+  if (hm.spec.vm_network_config) return OrderedPoolRefs(*hm.spec.vm_network_config);
+  return VmPoolRefs(hc);
+}
+
 }  // namespace caphv::harvester

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "api/harvester_cluster.h"
+#include "api/harvester_machine.h"
 #include "harvester/ipv4.h"
 #include "kube/object.h"
 #include "kube/status.h"
@@ -53,6 +54,16 @@ std::vector<std::string> OrderedPoolRefs(const api::VMNetworkConfig& config);
 // OrderedPoolRefs of spec.vmNetworkConfig, else the pool CAPHV creates from
 // its inline ipPool (VmPoolName); empty without vmNetworkConfig.
 std::vector<std::string> VmPoolRefs(const api::HarvesterCluster& hc);
+
+// The VM network of one machine: its own spec.vmNetworkConfig, which replaces
+// the cluster's for it (control planes and workers on different networks),
+// else the cluster's; nullopt-valued when neither is set.
+const std::optional<api::VMNetworkConfig>& MachineVmNetwork(const api::HarvesterMachine& hm,
+                                                            const api::HarvesterCluster& hc);
+// The pools one machine takes its address from: OrderedPoolRefs of its own
+// vmNetworkConfig, else VmPoolRefs of the cluster.
+std::vector<std::string> VmPoolRefs(const api::HarvesterCluster& hc,
+                                    const api::HarvesterMachine& hm);
 
 struct PoolRange {
   Ipv4Subnet subnet;

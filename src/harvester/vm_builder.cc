@@ -243,6 +243,18 @@ kube::StatusOr<Object> BuildVirtualMachine(const VmInputs& in) {
       {"networks", networks},
       {"volumes", volumes},
   };
+  // Firmware and TPM as the Go provider v0.8+ maps them. KubeVirt takes an
+  // `efi` without `secureBoot` as Secure Boot on, so the flag is always
+  // written; Secure Boot needs the SMM feature (KubeVirt's VMI admitter,
+  // validateDomainSpec) and gets it.
+  Object& domain = template_spec["domain"];
+  if (spec.firmware && spec.firmware->efi) {
+    domain["firmware"] = {{"bootloader", {{"efi", {{"secureBoot", spec.firmware->secure_boot}}}}}};
+    if (spec.firmware->secure_boot) domain["features"] = {{"smm", {{"enabled", true}}}};
+  }
+  if (spec.tpm && spec.tpm->enabled) {
+    domain["devices"]["tpm"] = {{"persistent", spec.tpm->persistent}};
+  }
 
   Object vm = {
       {"apiVersion", "kubevirt.io/v1"},

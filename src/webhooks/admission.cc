@@ -81,10 +81,10 @@ api::Json DeniedWith(std::string_view api_version, std::string_view uid, int cod
   return review;
 }
 
-api::Json InvalidDenial(std::string_view api_version, std::string_view uid, std::string_view kind,
-                        const std::string& name, const FieldErrors& errors) {
-  std::string qualified = std::string(kind) + "." + std::string(kGroup);
-  kube::Status status = ToInvalidStatus(errors, qualified, name);
+api::Json ValidationDenial(std::string_view api_version, std::string_view uid,
+                           std::string_view kind, const std::string& ns, const std::string& name,
+                           const FieldErrors& errors) {
+  kube::Status status = ToDenialStatus(errors, kind, ns, name);
   api::Json causes = api::Json::array();
   for (const auto& c : status.causes()) {
     causes.push_back({{"reason", c.type}, {"message", c.message}, {"field", c.field}});
@@ -159,9 +159,12 @@ api::Json ReviewUnsafe(const api::Json& review, std::string_view kind, bool muta
     out["apiVersion"] = api_version;
     return out;
   }
+  const api::Json meta = obj_it->value("metadata", api::Json::object());
   std::string name = StringAt(req, "name");
-  if (name.empty()) name = StringAt(obj_it->value("metadata", api::Json::object()), "name");
-  return InvalidDenial(api_version, uid, kind, name, errors);
+  if (name.empty()) name = StringAt(meta, "name");
+  std::string ns = StringAt(req, "namespace");
+  if (ns.empty()) ns = StringAt(meta, "namespace");
+  return ValidationDenial(api_version, uid, kind, ns, name, errors);
 }
 
 kube::HttpResponse JsonResponse(const api::Json& body) {

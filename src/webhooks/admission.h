@@ -11,11 +11,11 @@
 // webhooks/validation.h on `request.object` (and `request.oldObject`); DELETE
 // and CONNECT are allowed. The mutating webhook (HarvesterCluster, UPDATE)
 // allows every well-formed request and answers with the JSON Patch of
-// webhooks/mutation.h when there is one. A denial carries a metav1.Status like the apiserver's own
-// validation: code 422, reason "Invalid", message
-//   HarvesterMachine.infrastructure.cluster.x-k8s.io "m" is invalid: spec.cpu: Invalid value: 0:
-//   ...
-// (several errors as "[e1, e2]") and details.causes, one per field error.
+// webhooks/mutation.h when there is one. A denial is worded and coded as the
+// Go provider's (code 403, reason Forbidden), with details.causes added, one
+// per field error (webhooks/validation.h):
+//   validation failed for HarvesterMachine ns/m: spec.cpu must be greater than 0
+// (several errors joined by "; ").
 // Malformed reviews are denied with code 400, never answered with a crash;
 // an internal failure is denied with code 500.
 //

@@ -15,9 +15,17 @@
 // `volumes: []`, `sshKeyPair: ''`). Template specs may change (the Go
 // provider does not freeze them either).
 //
-// FieldError renders like Kubernetes' field.Error:
-//   spec.volumes[1].volumeSize: Required value: ...
-//   spec.loadBalancerConfig.ipamType: Unsupported value: "ippool": supported values: "dhcp", "pool"
+// A FieldError renders as one sentence that starts with its field path, the
+// way the Go provider's webhooks (v0.2.9 and v0.10.1) word theirs, so that
+// scripts and runbooks matching its messages keep working:
+//   spec.cpu must be greater than 0
+//   spec.memory "4 GB" is not a valid resource quantity: ...
+//   spec.volumes[0].imageName is required when volumeType is 'image'
+//   spec.loadBalancerConfig.ipamType must be "dhcp" or "pool" (got "ippool")
+// Where the Go provider has a rule, the sentence is its own word for word
+// (test/unit/webhooks/go_messages_test.cc reads them from its sources); CAPHV
+// may add detail after it. A denial joins them as the Go provider does:
+//   validation failed for HarvesterMachine <ns>/<name>: <sentence>; <sentence>
 //
 // Thread safety: stateless; safe to call concurrently.
 
@@ -40,9 +48,12 @@ struct FieldError {
   ErrorType type;
   std::string field;    // "spec.volumes[1].volumeSize"
   api::Json bad_value;  // null when not applicable
+  // What follows the path (and, for Invalid strings and Duplicate, the
+  // value): "must be greater than 0", "is required when ...". Required
+  // defaults to "is required", Duplicate to "is a duplicate".
   std::string detail;
 
-  // "spec.cpu: Invalid value: 0: must be greater than 0"
+  // "spec.cpu must be greater than 0"
   std::string ToString() const;
   // metav1.StatusCause type, e.g. "FieldValueRequired".
   std::string_view CauseType() const;
@@ -50,20 +61,27 @@ struct FieldError {
 };
 using FieldErrors = std::vector<FieldError>;
 
-// Constructors in the style of k8s.io/apimachinery/pkg/util/validation/field.
+// Constructors named after k8s.io/apimachinery/pkg/util/validation/field.
 FieldError Required(std::string field, std::string detail = {});
+// A string value is quoted after the path: `<path> "<value>" <detail>`;
+// other values are not shown: `<path> <detail>`.
 FieldError Invalid(std::string field, api::Json value, std::string detail);
 FieldError Forbidden(std::string field, std::string detail);
-FieldError Duplicate(std::string field, api::Json value);
+FieldError Duplicate(std::string field, api::Json value, std::string detail = {});
+// `<path> must be "a", "b" or "c"` (quote '\'' gives 'a'), then the value
+// given, if any: ` (got "x")`.
 FieldError NotSupported(std::string field, api::Json value,
-                        const std::vector<std::string_view>& supported);
+                        const std::vector<std::string_view>& supported, char quote = '"');
 
-// "[e1, e2]" (one error: just its text), like an aggregated field.ErrorList.
+// The sentences joined by "; ", as the Go provider joins them.
 std::string ToAggregateString(const FieldErrors& errors);
 
-// A 422 Invalid status: `<Kind> "<name>" is invalid: <errors>`, with causes.
-kube::Status ToInvalidStatus(const FieldErrors& errors, std::string_view kind,
-                             std::string_view name);
+// The denial of an admission request, as the Go provider's webhooks answer
+// (controller-runtime's admission.Denied): code 403, reason Forbidden,
+// message "validation failed for <Kind> <ns>/<name>: <errors>"; CAPHV adds
+// one details.causes entry per error (its field path and sentence).
+kube::Status ToDenialStatus(const FieldErrors& errors, std::string_view kind, std::string_view ns,
+                            std::string_view name);
 
 // --- objects -----------------------------------------------------------------
 
@@ -96,6 +114,10 @@ FieldErrors ValidateHarvesterClusterSpec(const api::HarvesterClusterSpec& spec,
                                          const std::string& path);
 FieldErrors ValidateHarvesterMachineSpec(const api::HarvesterMachineSpec& spec,
                                          const std::string& path);
+// A vmNetworkConfig at `path`: the cluster's, or a machine's (which names
+// pools by reference only: no inline ipPool).
+void ValidateVMNetworkConfig(const api::VMNetworkConfig& vm, const std::string& path,
+                             bool machine_level, FieldErrors& errs);
 
 // Semantic equality: equal after encoding, with quantities compared by value
 // and defaults (listener protocol TCP) applied.

@@ -49,7 +49,7 @@ FieldErrors DecodeErrors(const kube::StatusOr<T>& decoded) {
     auto colon = one.find(": ");
     std::string field = colon == std::string_view::npos ? "" : std::string(one.substr(0, colon));
     std::string detail(colon == std::string_view::npos ? one : one.substr(colon + 2));
-    errs.push_back(Invalid(field.empty() ? "<root>" : field, nullptr, detail));
+    errs.push_back(Invalid(field.empty() ? "<root>" : field, nullptr, "cannot be read: " + detail));
     if (end == std::string_view::npos) break;
     rest.remove_prefix(end + 2);
   }

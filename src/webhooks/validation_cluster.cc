@@ -18,7 +18,7 @@ void ValidateRequiredIP(const std::string& value, const std::string& path, Field
   if (value.empty()) {
     errs.push_back(Required(path));
   } else if (!IsIP(value)) {
-    errs.push_back(Invalid(path, value, "must be a valid IP address"));
+    errs.push_back(Invalid(path, value, "is not a valid IP address"));
   }
 }
 
@@ -27,7 +27,7 @@ void ValidateIPList(const std::vector<std::string>& ips, const std::string& path
   for (size_t i = 0; i < ips.size(); ++i) {
     if (!IsIP(ips[i])) {
       errs.push_back(
-          Invalid(path + "[" + std::to_string(i) + "]", ips[i], "must be a valid IP address"));
+          Invalid(path + "[" + std::to_string(i) + "]", ips[i], "is not a valid IP address"));
     }
   }
 }
@@ -67,7 +67,7 @@ void ValidateIPPool(const api::IPPoolSpec& pool, const std::string& path, FieldE
     }
     auto ip = ParseIPv4(value);
     if (!ip) {
-      errs.push_back(Invalid(path + "." + field, value, "must be a valid IPv4 address"));
+      errs.push_back(Invalid(path + "." + field, value, "is not a valid IPv4 address"));
     } else if (subnet && !InSubnet(*ip, subnet->network, subnet->prefix)) {
       errs.push_back(Invalid(path + "." + field, value, "must be inside " + pool.subnet));
       return std::optional<uint32_t>();
@@ -107,10 +107,10 @@ void ValidateLoadBalancer(const api::LoadBalancerConfig& lb, const std::string& 
     } else if (!IsDns1123Label(l.name)) {
       errs.push_back(Invalid(lp + ".name", l.name, "must be a lowercase RFC 1123 label"));
     } else if (l.name == kApiServerListener) {
-      errs.push_back(
-          Forbidden(lp + ".name", "the api-server listener is reserved and always added"));
+      errs.push_back(Forbidden(
+          lp + ".name", "may not be api-server: that listener is reserved and always added"));
     } else if (!names.insert(l.name).second) {
-      errs.push_back(Duplicate(lp, l.name));
+      errs.push_back(Duplicate(lp, l.name, "is already the name of another listener"));
     }
     std::string protocol = l.protocol.empty() ? "TCP" : l.protocol;
     if (protocol != "TCP" && protocol != "UDP") {
@@ -119,10 +119,11 @@ void ValidateLoadBalancer(const api::LoadBalancerConfig& lb, const std::string& 
     if (l.port < 1 || l.port > 65535) {
       errs.push_back(Invalid(lp + ".port", l.port, "must be between 1 and 65535, inclusive"));
     } else if (l.port == kApiServerPort && protocol == "TCP") {
-      errs.push_back(
-          Forbidden(lp + ".port", "TCP port 6443 is reserved for the api-server listener"));
+      errs.push_back(Forbidden(lp + ".port",
+                               "may not be 6443 over TCP: that port is the api-server listener's"));
     } else if (!ports.insert({l.port, protocol}).second) {
-      errs.push_back(Duplicate(lp + ".port", l.port));
+      errs.push_back(Duplicate(lp + ".port", l.port,
+                               "is already the port of another " + protocol + " listener"));
     }
     if (l.backend_port < 1 || l.backend_port > 65535) {
       errs.push_back(
@@ -130,43 +131,13 @@ void ValidateLoadBalancer(const api::LoadBalancerConfig& lb, const std::string& 
     } else if (!backend_ports.insert({l.backend_port, protocol}).second) {
       errs.push_back(Invalid(lp + ".backendPort", l.backend_port,
                              l.backend_port == kApiServerPort && protocol == "TCP"
-                                 ? "TCP backend port 6443 is the api-server listener's"
-                                 : "duplicate " + protocol +
-                                       " backend port: Harvester's load balancer forwards "
-                                       "each protocol and backend port once"));
+                                 ? "may not be 6443 over TCP: that backend port is the "
+                                   "api-server listener's"
+                                 : "is already the backend port of another " + protocol +
+                                       " listener: Harvester's load balancer forwards each "
+                                       "protocol and backend port once"));
     }
   }
-}
-
-void ValidateVMNetwork(const api::VMNetworkConfig& vm, const std::string& path, FieldErrors& errs) {
-  ValidateRequiredIP(vm.gateway, path + ".gateway", errs);
-  if (vm.subnet_mask.empty()) {
-    errs.push_back(Required(path + ".subnetMask"));
-  } else if (!MaskPrefixLength(vm.subnet_mask)) {
-    errs.push_back(Invalid(path + ".subnetMask", vm.subnet_mask,
-                           "must be a contiguous dotted IPv4 mask such as 255.255.255.0"));
-  }
-  if (vm.ip_pool_ref.empty() && vm.ip_pool_refs.empty() && !vm.ip_pool) {
-    errs.push_back(Required(path, "one of ipPoolRef, ipPoolRefs or ipPool is required"));
-  }
-  // As in the Go provider: ipPoolRefs wins over ipPoolRef, a repeated pool is
-  // only tried again, and ipPoolRef next to ipPool is what it writes once it
-  // created the inline pool.
-  if (!vm.ip_pool_ref.empty()) ValidatePoolRef(vm.ip_pool_ref, path + ".ipPoolRef", errs);
-  for (size_t i = 0; i < vm.ip_pool_refs.size(); ++i) {
-    ValidatePoolRef(vm.ip_pool_refs[i], path + ".ipPoolRefs[" + std::to_string(i) + "]", errs);
-  }
-  if (vm.ip_pool) {
-    ValidateIPPool(*vm.ip_pool, path + ".ipPool", errs);
-    // The VMs' gateway must be reachable inside the pool's subnet.
-    auto cidr = ParseIPv4Cidr(vm.ip_pool->subnet);
-    auto gw = ParseIPv4(vm.gateway);
-    if (cidr && gw && !InSubnet(*gw, cidr->network, cidr->prefix)) {
-      errs.push_back(Invalid(path + ".gateway", vm.gateway,
-                             "must be inside the ipPool subnet " + vm.ip_pool->subnet));
-    }
-  }
-  ValidateIPList(vm.dns_servers, path + ".dnsServers", errs);
 }
 
 // The addresses an inline pool hands out, as Harvester defaults them (start
@@ -190,6 +161,49 @@ std::optional<std::pair<uint32_t, uint32_t>> PoolSpan(const api::IPPoolSpec& poo
 }
 
 }  // namespace
+
+void ValidateVMNetworkConfig(const api::VMNetworkConfig& vm, const std::string& path,
+                             bool machine_level, FieldErrors& errs) {
+  ValidateRequiredIP(vm.gateway, path + ".gateway", errs);
+  if (vm.subnet_mask.empty()) {
+    errs.push_back(Required(path + ".subnetMask"));
+  } else if (!IsIP(vm.subnet_mask)) {
+    errs.push_back(Invalid(path + ".subnetMask", vm.subnet_mask, "is not a valid IP address"));
+  } else if (!MaskPrefixLength(vm.subnet_mask)) {
+    errs.push_back(Invalid(path + ".subnetMask", vm.subnet_mask,
+                           "must be a contiguous dotted IPv4 mask such as 255.255.255.0"));
+  }
+  if (machine_level) {
+    // A machine names existing pools; the inline pool is the cluster's.
+    if (vm.ip_pool) {
+      errs.push_back(Forbidden(
+          path + ".ipPool", "is not supported at the machine level; use ipPoolRef or ipPoolRefs"));
+    }
+    if (vm.ip_pool_ref.empty() && vm.ip_pool_refs.empty()) {
+      errs.push_back(Required(path, "requires one of ipPoolRef or ipPoolRefs"));
+    }
+  } else if (vm.ip_pool_ref.empty() && vm.ip_pool_refs.empty() && !vm.ip_pool) {
+    errs.push_back(Required(path, "requires one of ipPoolRef, ipPoolRefs or ipPool"));
+  }
+  // As in the Go provider: ipPoolRefs wins over ipPoolRef, a repeated pool is
+  // only tried again, and ipPoolRef next to ipPool is what it writes once it
+  // created the inline pool.
+  if (!vm.ip_pool_ref.empty()) ValidatePoolRef(vm.ip_pool_ref, path + ".ipPoolRef", errs);
+  for (size_t i = 0; i < vm.ip_pool_refs.size(); ++i) {
+    ValidatePoolRef(vm.ip_pool_refs[i], path + ".ipPoolRefs[" + std::to_string(i) + "]", errs);
+  }
+  if (vm.ip_pool && !machine_level) {
+    ValidateIPPool(*vm.ip_pool, path + ".ipPool", errs);
+    // The VMs' gateway must be reachable inside the pool's subnet.
+    auto cidr = ParseIPv4Cidr(vm.ip_pool->subnet);
+    auto gw = ParseIPv4(vm.gateway);
+    if (cidr && gw && !InSubnet(*gw, cidr->network, cidr->prefix)) {
+      errs.push_back(Invalid(path + ".gateway", vm.gateway,
+                             "must be inside the ipPool subnet " + vm.ip_pool->subnet));
+    }
+  }
+  ValidateIPList(vm.dns_servers, path + ".dnsServers", errs);
+}
 
 FieldErrors ValidateHarvesterClusterSpec(const api::HarvesterClusterSpec& spec,
                                          const std::string& path) {
@@ -215,7 +229,7 @@ FieldErrors ValidateHarvesterClusterSpec(const api::HarvesterClusterSpec& spec,
   }
   ValidateLoadBalancer(spec.load_balancer_config, path + ".loadBalancerConfig", errs);
   if (spec.vm_network_config)
-    ValidateVMNetwork(*spec.vm_network_config, path + ".vmNetworkConfig", errs);
+    ValidateVMNetworkConfig(*spec.vm_network_config, path + ".vmNetworkConfig", false, errs);
   // Harvester refuses a pool whose range overlaps another pool's
   // (load-balancer-harvester v1.7.3 pkg/webhook/ippool/validator.go): the
   // inline VM pool would never be created next to the inline LB pool.
@@ -224,10 +238,10 @@ FieldErrors ValidateHarvesterClusterSpec(const api::HarvesterClusterSpec& spec,
     auto lb = PoolSpan(*spec.load_balancer_config.ip_pool);
     auto vm = PoolSpan(*spec.vm_network_config->ip_pool);
     if (lb && vm && lb->first <= vm->second && vm->first <= lb->second) {
-      errs.push_back(Invalid(path + ".vmNetworkConfig.ipPool",
-                             spec.vm_network_config->ip_pool->subnet,
-                             "its range overlaps the range of loadBalancerConfig.ipPool: Harvester "
-                             "refuses IP pools whose ranges overlap; give each its own range"));
+      errs.push_back(
+          Invalid(path + ".vmNetworkConfig.ipPool", spec.vm_network_config->ip_pool->subnet,
+                  "has a range that overlaps the range of loadBalancerConfig.ipPool: Harvester "
+                  "refuses IP pools whose ranges overlap; give each its own range"));
     }
   }
   if (spec.update_cloud_provider_config) {
@@ -264,7 +278,7 @@ FieldErrors ValidateHarvesterClusterUpdate(const api::HarvesterCluster& old_obj,
   if (!SemanticallyEqual(old_obj.spec, new_obj.spec)) errs = ValidateHarvesterCluster(new_obj);
   // The VMs, load balancer and secrets live in targetNamespace of the Harvester
   // the identity points at: changing either would orphan them.
-  const char* kOrphan = "field is immutable: changing it would orphan the Harvester resources";
+  const char* kOrphan = "cannot be changed: it would orphan the Harvester resources";
   if (old_obj.spec.target_namespace != new_obj.spec.target_namespace) {
     errs.push_back(Invalid("spec.targetNamespace", new_obj.spec.target_namespace, kOrphan));
   }
@@ -280,7 +294,7 @@ FieldErrors ValidateHarvesterClusterUpdate(const api::HarvesterCluster& old_obj,
   if (old_obj.spec.load_balancer_config.ipam_type != new_obj.spec.load_balancer_config.ipam_type) {
     errs.push_back(Invalid("spec.loadBalancerConfig.ipamType",
                            new_obj.spec.load_balancer_config.ipam_type,
-                           "field is immutable: Harvester does not change the IPAM of a load "
+                           "cannot be changed: Harvester does not change the IPAM of a load "
                            "balancer; create a new cluster to change it"));
   }
   return errs;

@@ -1,6 +1,6 @@
 // File: webhooks/validation_errors.cc
 //
-// FieldError construction and rendering (Kubernetes field.Error format).
+// FieldError construction and rendering (the Go provider's sentences).
 
 #include <string>
 
@@ -9,38 +9,29 @@
 namespace caphv::webhooks {
 namespace {
 
-std::string_view TypeText(ErrorType t) {
-  switch (t) {
-    case ErrorType::kRequired:
-      return "Required value";
-    case ErrorType::kInvalid:
-      return "Invalid value";
-    case ErrorType::kForbidden:
-      return "Forbidden";
-    case ErrorType::kDuplicate:
-      return "Duplicate value";
-    case ErrorType::kNotSupported:
-      return "Unsupported value";
-  }
-  return "";
-}
-
-// Go's %q for strings, plain text for numbers and booleans.
-std::string ValueText(const api::Json& v) {
-  if (v.is_string()) return v.dump();
-  if (v.is_number() || v.is_boolean()) return v.dump();
-  return v.dump();
-}
+// Go's %q of a string (JSON's escaping agrees with it for printable text).
+std::string Quoted(const api::Json& v) { return v.is_string() ? v.dump() : std::string(); }
 
 }  // namespace
 
 std::string FieldError::ToString() const {
-  std::string s = field + ": " + std::string(TypeText(type));
-  if (type != ErrorType::kRequired && type != ErrorType::kForbidden) {
-    s += ": " + ValueText(bad_value);
+  switch (type) {
+    case ErrorType::kRequired:
+      return field + " " + (detail.empty() ? std::string("is required") : detail);
+    case ErrorType::kInvalid:
+      // Strings are quoted after the path (`spec.memory "4 GB" is not ...`);
+      // numbers are not (`spec.cpu must be greater than 0`), as the Go
+      // provider words them.
+      if (bad_value.is_string()) return field + " " + Quoted(bad_value) + " " + detail;
+      return field + " " + detail;
+    case ErrorType::kForbidden:
+    case ErrorType::kNotSupported:
+      return field + " " + detail;
+    case ErrorType::kDuplicate:
+      return field + " " + (bad_value.is_string() ? Quoted(bad_value) : bad_value.dump()) + " " +
+             (detail.empty() ? std::string("is a duplicate") : detail);
   }
-  if (!detail.empty()) s += ": " + detail;
-  return s;
+  return field + " " + detail;
 }
 
 std::string_view FieldError::CauseType() const {
@@ -71,40 +62,41 @@ FieldError Forbidden(std::string field, std::string detail) {
   return {ErrorType::kForbidden, std::move(field), nullptr, std::move(detail)};
 }
 
-FieldError Duplicate(std::string field, api::Json value) {
-  return {ErrorType::kDuplicate, std::move(field), std::move(value), {}};
+FieldError Duplicate(std::string field, api::Json value, std::string detail) {
+  return {ErrorType::kDuplicate, std::move(field), std::move(value), std::move(detail)};
 }
 
 FieldError NotSupported(std::string field, api::Json value,
-                        const std::vector<std::string_view>& supported) {
-  std::string detail = "supported values: ";
+                        const std::vector<std::string_view>& supported, char quote) {
+  std::string detail = "must be ";
   for (size_t i = 0; i < supported.size(); ++i) {
-    if (i > 0) detail += ", ";
-    detail += "\"" + std::string(supported[i]) + "\"";
+    if (i > 0) detail += i + 1 == supported.size() ? " or " : ", ";
+    detail += quote + std::string(supported[i]) + quote;
+  }
+  if (value.is_string() && !value.get_ref<const std::string&>().empty()) {
+    detail += " (got " + Quoted(value) + ")";
   }
   return {ErrorType::kNotSupported, std::move(field), std::move(value), std::move(detail)};
 }
 
 std::string ToAggregateString(const FieldErrors& errors) {
-  if (errors.size() == 1) return errors.front().ToString();
-  std::string s = "[";
+  std::string s;
   for (size_t i = 0; i < errors.size(); ++i) {
-    if (i > 0) s += ", ";
+    if (i > 0) s += "; ";
     s += errors[i].ToString();
   }
-  return s + "]";
+  return s;
 }
 
-kube::Status ToInvalidStatus(const FieldErrors& errors, std::string_view kind,
-                             std::string_view name) {
+kube::Status ToDenialStatus(const FieldErrors& errors, std::string_view kind, std::string_view ns,
+                            std::string_view name) {
   std::vector<kube::FieldCause> causes;
   for (const auto& e : errors) {
-    std::string message = e.ToString().substr(e.field.size() + 2);
-    causes.push_back({std::string(e.CauseType()), std::move(message), e.field});
+    causes.push_back({std::string(e.CauseType()), e.ToString(), e.field});
   }
-  std::string message =
-      std::string(kind) + " \"" + std::string(name) + "\" is invalid: " + ToAggregateString(errors);
-  return kube::Status(kube::StatusCode::kInvalid, std::move(message), 422, "Invalid",
+  std::string message = "validation failed for " + std::string(kind) + " " + std::string(ns) + "/" +
+                        std::string(name) + ": " + ToAggregateString(errors);
+  return kube::Status(kube::StatusCode::kForbidden, std::move(message), 403, "Forbidden",
                       std::move(causes));
 }
 

@@ -27,8 +27,7 @@ void ValidatePositiveQuantity(const std::string& value, const std::string& path,
   std::string why;
   auto q = api::Quantity::Parse(value, &why);
   if (!q) {
-    errs.push_back(
-        Invalid(path, value, "must be a Kubernetes quantity such as 40Gi (" + why + ")"));
+    errs.push_back(Invalid(path, value, "is not a valid resource quantity: " + why));
   } else if (q->Sign() <= 0) {
     errs.push_back(Invalid(path, value, "must be greater than 0"));
   }
@@ -37,7 +36,7 @@ void ValidatePositiveQuantity(const std::string& value, const std::string& path,
 void ValidateVolumes(const std::vector<api::Volume>& volumes, const std::string& path,
                      FieldErrors& errs) {
   if (volumes.empty()) {
-    errs.push_back(Required(path, "at least one volume is required"));
+    errs.push_back(Required(path, "must contain at least one volume"));
     return;
   }
   std::map<int32_t, size_t> boot_orders;  // bootOrder -> first index
@@ -47,21 +46,22 @@ void ValidateVolumes(const std::vector<api::Volume>& volumes, const std::string&
     if (v.volume_type == api::kVolumeTypeImage) {
       std::string why;
       if (v.image_name.empty()) {
-        errs.push_back(Required(vp + ".imageName", "required when volumeType is image"));
+        errs.push_back(Required(vp + ".imageName", "is required when volumeType is 'image'"));
       } else if (!ParseObjectRef(v.image_name, /*strict_name=*/false, &why)) {
         errs.push_back(Invalid(vp + ".imageName", v.image_name,
                                "must be <name> or <namespace>/<name> of a VM image: " + why));
       }
     } else if (v.volume_type == api::kVolumeTypeStorageClass) {
       if (v.storage_class.empty()) {
-        errs.push_back(Required(vp + ".storageClass", "required when volumeType is storageClass"));
+        errs.push_back(
+            Required(vp + ".storageClass", "is required when volumeType is 'storageClass'"));
       } else if (!IsDns1123Subdomain(v.storage_class)) {
         errs.push_back(Invalid(vp + ".storageClass", v.storage_class,
                                "must be a lowercase RFC 1123 subdomain"));
       }
     } else {
       errs.push_back(NotSupported(vp + ".volumeType", v.volume_type,
-                                  {api::kVolumeTypeImage, api::kVolumeTypeStorageClass}));
+                                  {api::kVolumeTypeImage, api::kVolumeTypeStorageClass}, '\''));
     }
     ValidatePositiveQuantity(v.volume_size, vp + ".volumeSize", errs);
     if (v.boot_order < 0) {
@@ -69,22 +69,26 @@ void ValidateVolumes(const std::vector<api::Volume>& volumes, const std::string&
           Invalid(vp + ".bootOrder", v.boot_order, "must be greater than or equal to 0"));
     } else if (v.boot_order > 0) {
       auto [it, inserted] = boot_orders.emplace(v.boot_order, i);
-      if (!inserted) errs.push_back(Duplicate(vp + ".bootOrder", v.boot_order));
+      if (!inserted) {
+        errs.push_back(Duplicate(vp + ".bootOrder", v.boot_order,
+                                 "is already the bootOrder of " + Index(path, it->second)));
+      }
     }
   }
   // The boot disk is the lowest positive bootOrder, else the first volume.
   size_t boot = boot_orders.empty() ? 0 : boot_orders.begin()->second;
   const auto& disk = volumes[boot];
   if (disk.volume_type == api::kVolumeTypeStorageClass) {
-    errs.push_back(Invalid(Index(path, boot) + ".volumeType", disk.volume_type,
-                           "the boot disk (first in boot order) must be an image volume"));
+    errs.push_back(
+        Invalid(Index(path, boot) + ".volumeType", disk.volume_type,
+                "cannot boot: the boot disk (first in boot order) must be an image volume"));
   }
 }
 
 void ValidateNetworks(const std::vector<std::string>& networks, const std::string& path,
                       FieldErrors& errs) {
   if (networks.empty()) {
-    errs.push_back(Required(path, "at least one network is required"));
+    errs.push_back(Required(path, "must contain at least one network"));
     return;
   }
   for (size_t i = 0; i < networks.size(); ++i) {
@@ -101,17 +105,17 @@ void ValidateNetworkConfig(const api::NetworkConfig& nc, const std::string& path
   std::optional<uint32_t> address, gateway;
   bool v6 = false;
   if (nc.address.empty()) {
-    errs.push_back(Required(path + ".address"));
+    errs.push_back(Required(path + ".address", "is required when networkConfig is set"));
   } else if (!IsIP(nc.address)) {
-    errs.push_back(Invalid(path + ".address", nc.address, "must be a valid IP address"));
+    errs.push_back(Invalid(path + ".address", nc.address, "is not a valid IP address"));
   } else {
     address = ParseIPv4(nc.address);
     v6 = !address;
   }
   if (nc.gateway.empty()) {
-    errs.push_back(Required(path + ".gateway"));
+    errs.push_back(Required(path + ".gateway", "is required when networkConfig is set"));
   } else if (!IsIP(nc.gateway)) {
-    errs.push_back(Invalid(path + ".gateway", nc.gateway, "must be a valid IP address"));
+    errs.push_back(Invalid(path + ".gateway", nc.gateway, "is not a valid IP address"));
   } else {
     gateway = ParseIPv4(nc.gateway);
   }
@@ -133,7 +137,7 @@ void ValidateNetworkConfig(const api::NetworkConfig& nc, const std::string& path
   for (size_t i = 0; i < nc.dns_servers.size(); ++i) {
     if (!IsIP(nc.dns_servers[i])) {
       errs.push_back(
-          Invalid(Index(path + ".dnsServers", i), nc.dns_servers[i], "must be a valid IP address"));
+          Invalid(Index(path + ".dnsServers", i), nc.dns_servers[i], "is not a valid IP address"));
     }
   }
 }
@@ -260,6 +264,18 @@ FieldErrors ValidateHarvesterMachineSpec(const api::HarvesterMachineSpec& spec,
   ValidateAffinity(spec, path, errs);
   if (spec.network_config)
     ValidateNetworkConfig(*spec.network_config, path + ".networkConfig", errs);
+  if (spec.vm_network_config) {
+    if (spec.network_config) {
+      errs.push_back(Forbidden(path + ".vmNetworkConfig",
+                               "and " + path + ".networkConfig are mutually exclusive"));
+    }
+    ValidateVMNetworkConfig(*spec.vm_network_config, path + ".vmNetworkConfig", true, errs);
+  }
+  // KubeVirt refuses Secure Boot without EFI and SMM; CAPHV turns SMM on.
+  if (spec.firmware && spec.firmware->secure_boot && !spec.firmware->efi) {
+    errs.push_back(Invalid(path + ".firmware.secureBoot", true,
+                           "requires " + path + ".firmware.efi to be true"));
+  }
   return errs;
 }
 
@@ -281,7 +297,7 @@ FieldErrors ValidateHarvesterMachineUpdate(const api::HarvesterMachine& old_obj,
   // providerID ties the object to its VM and Node: set once, then fixed.
   if (!old_obj.spec.provider_id.empty() && old_obj.spec.provider_id != new_obj.spec.provider_id) {
     errs.push_back(
-        Invalid("spec.providerID", new_obj.spec.provider_id, "field is immutable once set"));
+        Invalid("spec.providerID", new_obj.spec.provider_id, "cannot be changed once set"));
   }
   if (!MachineHasVM(old_obj)) return errs;
   // Once the VM exists nothing else may change: CAPHV never rebuilds a VM in

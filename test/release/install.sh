@@ -223,7 +223,7 @@ VM_GATEWAY=10.0.0.999 "${cc[@]}" generate cluster c-bad --infrastructure "harves
   --kubernetes-version v1.32.4 >"$work/bad.yaml"
 if k apply --dry-run=server -f "$work/bad.yaml" >"$work/bad.log" 2>&1; then
   fail "a HarvesterCluster with gateway 10.0.0.999 was accepted"
-elif grep -q 'spec.vmNetworkConfig.gateway: Invalid value: "10.0.0.999": must be a valid IP address' "$work/bad.log"; then
+elif grep -q 'validation failed for HarvesterCluster [^:]*: spec.vmNetworkConfig.gateway "10.0.0.999" is not a valid IP address' "$work/bad.log"; then
   pass "CAPHV's webhook refuses a bad template"
 else
   fail "the bad template failed otherwise: $(cat "$work/bad.log")"

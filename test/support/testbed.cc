@@ -132,6 +132,11 @@ std::string SourcePath(std::string_view relative) {
   return base + "/" + std::string(relative);
 }
 
+std::string ThirdPartyDir() {
+  std::string dir = Env("CAPHV_THIRD_PARTY");
+  return dir.empty() ? SourcePath("../shared/third_party") : dir;
+}
+
 std::string UnusedPoolPrefix(kube::Client& harvester, const std::string& first_two_octets) {
   const kube::GroupVersionResource pools{"loadbalancer.harvesterhci.io", "v1beta1", "ippools",
                                          false};

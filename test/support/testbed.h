@@ -79,5 +79,8 @@ int RunCommand(const std::string& command, std::string* output = nullptr);
 std::string BuildPath(std::string_view relative);
 // Path inside the source tree: $CAPHV_SOURCE_DIR/<relative>.
 std::string SourcePath(std::string_view relative);
+// Where the third-party release archives are: $CAPHV_THIRD_PARTY, else
+// ../shared/third_party next to the source tree.
+std::string ThirdPartyDir();
 
 }  // namespace caphv::testing

@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <regex>
+
 #include "webhook_fixture.h"
 
 namespace caphv::testing {
@@ -60,8 +62,8 @@ TEST_F(WebhookTest, EveryInvalidManifestIsRejectedWithItsFieldPath) {
   EXPECT_GT(by_webhook, by_schema);
 }
 
-TEST_F(WebhookTest, DenialMessageHasTheApiserverShape) {
-  // Straight to the API (kubectl rewrites Invalid statuses for display).
+TEST_F(WebhookTest, DenialHasTheGoProvidersShape) {
+  // Straight to the API (kubectl prints it unchanged: reason Forbidden).
   Manifest m =
       LoadManifest(SourcePath("test/data/manifests/invalid/machine-ssh-key-pair-invalid.yaml"));
   ASSERT_EQ(m.docs.size(), 1u);
@@ -72,17 +74,74 @@ TEST_F(WebhookTest, DenialMessageHasTheApiserverShape) {
                                  {.dry_run = true});
   ASSERT_FALSE(created.ok());
   const kube::Status& s = created.status();
-  EXPECT_EQ(s.http_status(), 422) << s.ToString();
-  EXPECT_EQ(s.reason(), "Invalid");
+  EXPECT_EQ(s.http_status(), 403) << s.ToString();
+  EXPECT_EQ(s.reason(), "Forbidden");
   EXPECT_EQ(s.message().rfind("admission webhook \"vharvestermachine.kb.io\" denied the request: "
-                              "HarvesterMachine.infrastructure.cluster.x-k8s.io \"" +
-                                  name + "\" is invalid: " + m.expect + ": ",
+                              "validation failed for HarvesterMachine " +
+                                  ns_->name() + "/" + name + ": " + m.expect + " ",
                               0),
             0u)
       << s.message();
   bool found = false;
   for (const auto& c : s.causes()) found |= c.field == m.expect && c.type == "FieldValueInvalid";
   EXPECT_TRUE(found) << s.ToString();
+}
+
+// The webhook checks of the Go provider's own end-to-end suite
+// (test/e2e/run-e2e.sh of v0.2.9 and v0.10.1, read from their archives):
+// each manifest it applies with `kubectl apply`, and the line it greps for in
+// kubectl's output, or "created" for the manifest it expects accepted.
+TEST_F(WebhookTest, TheGoProvidersOwnE2eWebhookChecksPass) {
+  int checks = 0;
+  for (const std::string version : {"v0.2.9", "v0.10.1"}) {
+    const fs::path archive =
+        fs::path(ThirdPartyDir()) / ("cluster-api-provider-harvester-" + version + ".tar.gz");
+    std::string script;
+    ASSERT_EQ(RunCommand("tar -xzOf '" + archive.string() + "' cluster-api-provider-harvester-" +
+                             version + "/test/e2e/run-e2e.sh 2>/dev/null",
+                         &script),
+              0)
+        << "cannot read run-e2e.sh from " << archive;
+    // kubectl_rancher "apply -f - <<'YAML' 2>&1 || true
+    // <manifest>
+    // YAML")
+    //
+    //     if echo "$result" | grep -q "<expected>"; then
+    static const std::regex kGrep(R"re(^\s*if echo "\$result" \| grep -q "([^"]*)")re");
+    std::vector<std::pair<std::string, std::string>> found;  // manifest, expected
+    for (size_t at = script.find("<<'YAML'"); at != std::string::npos;
+         at = script.find("<<'YAML'", at + 1)) {
+      const size_t begin = script.find('\n', at) + 1;
+      const size_t close = script.find("\nYAML", begin);
+      if (close == std::string::npos) break;
+      if (script.compare(close, 7, "\nYAML\")") != 0) continue;
+      size_t next = close + 7;
+      while (next < script.size() && std::isspace(static_cast<unsigned char>(script[next]))) ++next;
+      const std::string line = script.substr(next, script.find('\n', next) - next);
+      std::smatch grep;
+      if (!std::regex_search(line, grep, kGrep)) continue;
+      found.emplace_back(script.substr(begin, close + 1 - begin), grep[1].str());
+    }
+    for (const auto& [raw, expected] : found) {
+      std::string manifest = std::regex_replace(raw, std::regex(R"(\\")"), "\"");
+      SCOPED_TRACE(version + ": " + expected);
+      auto docs = api::ParseYaml(manifest);
+      ASSERT_TRUE(docs.ok() && docs->size() == 1) << manifest;
+      fs::path file = WriteDoc(docs->front(), "go-e2e-" + std::to_string(checks));
+      std::string out;
+      const int rc = Kubectl("apply --dry-run=server -f " + file.string(), &out);
+      if (expected.find("created") != std::string::npos) {
+        EXPECT_EQ(rc, 0) << out;
+      } else {
+        EXPECT_NE(rc, 0) << out;
+        EXPECT_NE(out.find(expected), std::string::npos) << out;
+      }
+      ++checks;
+    }
+  }
+  // Three refused machines, one accepted machine and one refused cluster, in
+  // each release.
+  EXPECT_EQ(checks, 10);
 }
 
 TEST_F(WebhookTest, TheWebhookSeesOnlyItsNamespace) {

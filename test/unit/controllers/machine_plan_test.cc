@@ -272,6 +272,46 @@ TEST(MachinePlanTest, PoolModeReservesTheFirstFreeAddressOfTheFirstPoolWithRoom)
   EXPECT_EQ(p.action->body["metadata"]["resourceVersion"], "1");
 }
 
+// Per-role networks: a worker's own vmNetworkConfig replaces the cluster's
+// for it: its address comes from its own pool (never the cluster's), and its
+// cloud-init carries its own gateway.
+TEST(MachinePlanTest, AMachinesOwnVmNetworkReplacesTheClustersPoolsAndGateway) {
+  auto o = Base(true);
+  api::VMNetworkConfig workers;
+  workers.ip_pool_ref = "workers";
+  workers.gateway = "10.7.0.1";
+  workers.subnet_mask = "255.255.0.0";
+  o.hm.spec.vm_network_config = workers;
+  // The cluster's pools have room; the worker's pool is the one used.
+  auto worker_pool = [](const std::string& holder) {
+    Object w = PoolObject("workers", "10.7.3.4", "10.7.3.9");
+    w["spec"]["ranges"][0]["subnet"] = "10.7.0.0/16";
+    w["spec"]["ranges"][0]["gateway"] = "10.7.0.1";
+    if (!holder.empty()) w["status"] = {{"allocated", {{"10.7.3.4", holder}}}};
+    return Candidate(w);
+  };
+  o.pools = {Candidate(PoolObject("pool-a", "10.9.0.10", "10.9.0.11")), worker_pool("")};
+  auto p = PlanMachine(o);
+  ASSERT_TRUE(p.action);
+  EXPECT_EQ(p.action->kind, ActionKind::kReserveAddress);
+  EXPECT_EQ(p.action->name, "workers");
+  EXPECT_EQ(p.action->value, "10.7.3.4");
+
+  // Reserved: the cloud-init network data is the worker network's.
+  o.hm.status.allocated_ip_address = "10.7.3.4";
+  o.hm.status.allocated_pool_ref = "workers";
+  o.pools[1] = worker_pool(harvester::IpOwnerId(kMgmtId, "team", "m-0"));
+  o.inputs = Inputs();
+  p = PlanMachine(o);
+  ASSERT_TRUE(p.action);
+  ASSERT_EQ(p.action->kind, ActionKind::kApplyCloudInitSecret) << Reason(p, kVmIpAllocated);
+  auto network_data = kube::Base64Decode(p.action->body["data"]["networkdata"].get<std::string>());
+  ASSERT_TRUE(network_data);
+  EXPECT_NE(network_data->find("10.7.3.4"), std::string::npos) << *network_data;
+  EXPECT_NE(network_data->find("10.7.0.1"), std::string::npos) << *network_data;
+  EXPECT_EQ(network_data->find("10.9.0.1"), std::string::npos) << *network_data;
+}
+
 TEST(MachinePlanTest, AnAddressThisMachineHoldsIsAdoptedNeverASecondOne) {
   // A crash between the reservation and the status write: the pool shows
   // the entry, the status does not.

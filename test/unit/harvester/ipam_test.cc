@@ -56,6 +56,34 @@ TEST(IpamTest, OrderedPoolRefsPrefersListThenSingleRef) {
   EXPECT_TRUE(OrderedPoolRefs(api::VMNetworkConfig{}).empty());
 }
 
+TEST(IpamTest, AMachinesOwnVmNetworkReplacesTheClusters) {
+  api::HarvesterCluster hc;
+  hc.metadata.namespace_ = "ns";
+  hc.metadata.name = "c";
+  api::VMNetworkConfig cluster_net;
+  cluster_net.ip_pool_refs = {"cp-pool", "cp-spare"};
+  cluster_net.gateway = "10.0.0.1";
+  hc.spec.vm_network_config = cluster_net;
+  api::HarvesterMachine control_plane;
+  EXPECT_EQ(VmPoolRefs(hc, control_plane), (std::vector<std::string>{"cp-pool", "cp-spare"}));
+  EXPECT_EQ(MachineVmNetwork(control_plane, hc)->gateway, "10.0.0.1");
+
+  api::HarvesterMachine worker;
+  api::VMNetworkConfig worker_net;
+  worker_net.ip_pool_ref = "default/worker-pool";
+  worker_net.gateway = "10.1.0.1";
+  worker.spec.vm_network_config = worker_net;
+  // Only its own pools, never the cluster's as a fallback.
+  EXPECT_EQ(VmPoolRefs(hc, worker), (std::vector<std::string>{"worker-pool"}));
+  EXPECT_EQ(MachineVmNetwork(worker, hc)->gateway, "10.1.0.1");
+
+  // A machine network on a DHCP cluster.
+  api::HarvesterCluster dhcp;
+  EXPECT_TRUE(VmPoolRefs(dhcp, control_plane).empty());
+  EXPECT_FALSE(MachineVmNetwork(control_plane, dhcp).has_value());
+  EXPECT_EQ(VmPoolRefs(dhcp, worker), (std::vector<std::string>{"worker-pool"}));
+}
+
 TEST(IpamTest, ParseDefaultsAndTotals) {
   auto p = Parsed(Pool("p", Object::array({{{"subnet", "10.0.0.0/29"}}})));
   ASSERT_EQ(p.ranges.size(), 1u);

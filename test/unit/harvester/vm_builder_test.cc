@@ -75,6 +75,40 @@ TEST(VmBuilderTest, WorkerMultiDiskMultiNicGolden) {
   EXPECT_TRUE(MatchesGolden("vm_worker_multidisk.json", vm.dump(2) + "\n"));
 }
 
+TEST(VmBuilderTest, SecureBootAndPersistentTpmGolden) {
+  VmInputs in = ControlPlaneInputs();
+  in.spec.firmware = api::Firmware{.efi = true, .secure_boot = true};
+  in.spec.tpm = api::Tpm{.enabled = true, .persistent = true};
+  Object vm = Build(in);
+  EXPECT_TRUE(MatchesGolden("vm_secure_boot_tpm.json", vm.dump(2) + "\n"));
+  const Object& domain = vm["spec"]["template"]["spec"]["domain"];
+  EXPECT_EQ(domain["firmware"]["bootloader"]["efi"]["secureBoot"], true);
+  // KubeVirt refuses Secure Boot without SMM.
+  EXPECT_EQ(domain["features"]["smm"]["enabled"], true);
+  EXPECT_EQ(domain["devices"]["tpm"]["persistent"], true);
+}
+
+TEST(VmBuilderTest, EfiWithoutSecureBootSaysSoAndNeedsNoSmm) {
+  // KubeVirt takes an efi block without secureBoot as Secure Boot on.
+  VmInputs in = ControlPlaneInputs();
+  in.spec.firmware = api::Firmware{.efi = true};
+  in.spec.tpm = api::Tpm{.enabled = true};
+  Object domain = Build(in)["spec"]["template"]["spec"]["domain"];
+  EXPECT_EQ(domain["firmware"]["bootloader"]["efi"]["secureBoot"], false);
+  EXPECT_FALSE(domain.contains("features"));
+  EXPECT_EQ(domain["devices"]["tpm"]["persistent"], false);
+}
+
+TEST(VmBuilderTest, BiosAndNoTpmUnlessAsked) {
+  VmInputs in = ControlPlaneInputs();
+  in.spec.firmware = api::Firmware{.secure_boot = true};  // without efi: the webhook refuses it
+  in.spec.tpm = api::Tpm{.persistent = true};             // not enabled
+  Object domain = Build(in)["spec"]["template"]["spec"]["domain"];
+  EXPECT_FALSE(domain.contains("firmware"));
+  EXPECT_FALSE(domain.contains("features"));
+  EXPECT_FALSE(domain["devices"].contains("tpm"));
+}
+
 TEST(VmBuilderTest, RunStrategyAlwaysNeverRunning) {
   Object vm = Build(ControlPlaneInputs());
   EXPECT_EQ(vm["spec"]["runStrategy"], "Always");

@@ -136,6 +136,28 @@ TEST(ValidateVm, RequiresGuestMemoryOrLimit) {
   EXPECT_NE(errors[0].find("memory.guest"), std::string::npos);
 }
 
+// KubeVirt's VMI admitter: an efi bootloader is Secure Boot unless
+// secureBoot is false, and Secure Boot needs the SMM feature.
+TEST(ValidateVm, SecureBootNeedsSmmAsKubeVirtRules) {
+  Object vm = Vm();
+  Object& domain = vm["spec"]["template"]["spec"]["domain"];
+  domain["firmware"] = {{"bootloader", {{"efi", Object::object()}}}};
+  auto errors = ValidateVm(vm, "", World());
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0],
+            "spec.template.spec.domain has EFI SecureBoot enabled. SecureBoot requires SMM, which "
+            "is currently disabled.");
+  domain["firmware"]["bootloader"]["efi"]["secureBoot"] = true;
+  EXPECT_EQ(ValidateVm(vm, "", World()).size(), 1u);
+  domain["features"] = {{"smm", {{"enabled", false}}}};
+  EXPECT_EQ(ValidateVm(vm, "", World()).size(), 1u);
+  domain["features"]["smm"] = Object::object();  // present: enabled
+  EXPECT_TRUE(ValidateVm(vm, "", World()).empty());
+  domain.erase("features");
+  domain["firmware"]["bootloader"]["efi"]["secureBoot"] = false;
+  EXPECT_TRUE(ValidateVm(vm, "", World()).empty());
+}
+
 // Harvester accepts a VM whose image is missing (its PVC is skipped and
 // the VM waits, ErrorPvcNotFound); a missing network is refused.
 TEST(ValidateVm, RejectsAnUnknownNetworkNotAnUnknownImage) {

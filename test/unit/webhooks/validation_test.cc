@@ -70,7 +70,7 @@ TEST(ValidationManifestsTest, ValidManifestsPass) {
   ASSERT_GE(manifests.size(), 10u);
   for (const auto& m : manifests) {
     ASSERT_EQ(m.docs.size(), 1u) << m.path;
-    EXPECT_EQ(ToAggregateString(Admit(m)), "[]") << m.path;
+    EXPECT_EQ(ToAggregateString(Admit(m)), "") << m.path;
     // An update that changes nothing passes too (SSA no-ops, finalizers).
     const Json& obj = m.docs.front();
     EXPECT_TRUE(ValidateAdmission(obj["kind"].get<std::string>(), obj, &obj).empty()) << m.path;
@@ -104,31 +104,39 @@ TEST(ValidationManifestsTest, InvalidManifestsFailWithTheExpectedField) {
   }
 }
 
-TEST(FieldErrorTest, RendersLikeKubernetes) {
-  EXPECT_EQ(Required("spec.volumes[1].volumeSize", "a disk needs a size").ToString(),
-            "spec.volumes[1].volumeSize: Required value: a disk needs a size");
-  EXPECT_EQ(Required("spec.sshUser").ToString(), "spec.sshUser: Required value");
+TEST(FieldErrorTest, RendersAsTheGoProviderWordsItsErrors) {
+  EXPECT_EQ(Required("spec.sshUser").ToString(), "spec.sshUser is required");
+  EXPECT_EQ(Required("spec.volumes", "must contain at least one volume").ToString(),
+            "spec.volumes must contain at least one volume");
+  // Numbers are not shown, strings are quoted after the path.
   EXPECT_EQ(Invalid("spec.cpu", 0, "must be greater than 0").ToString(),
-            "spec.cpu: Invalid value: 0: must be greater than 0");
-  EXPECT_EQ(Invalid("spec.memory", "4 GB", "bad").ToString(),
-            "spec.memory: Invalid value: \"4 GB\": bad");
-  EXPECT_EQ(Forbidden("spec.x", "no").ToString(), "spec.x: Forbidden: no");
-  EXPECT_EQ(Duplicate("spec.networks[1]", "a").ToString(),
-            "spec.networks[1]: Duplicate value: \"a\"");
+            "spec.cpu must be greater than 0");
+  EXPECT_EQ(Invalid("spec.memory", "4 GB", "is not a valid resource quantity").ToString(),
+            "spec.memory \"4 GB\" is not a valid resource quantity");
+  EXPECT_EQ(Forbidden("spec.x", "cannot be changed").ToString(), "spec.x cannot be changed");
+  EXPECT_EQ(Duplicate("spec.networks[1]", "a").ToString(), "spec.networks[1] \"a\" is a duplicate");
+  EXPECT_EQ(Duplicate("spec.volumes[1].bootOrder", 2, "is taken").ToString(),
+            "spec.volumes[1].bootOrder 2 is taken");
   EXPECT_EQ(NotSupported("spec.loadBalancerConfig.ipamType", "ippool", {"dhcp", "pool"}).ToString(),
-            "spec.loadBalancerConfig.ipamType: Unsupported value: \"ippool\": supported values: "
-            "\"dhcp\", \"pool\"");
-  FieldErrors two = {Required("a"), Required("b")};
-  EXPECT_EQ(ToAggregateString(two), "[a: Required value, b: Required value]");
-  kube::Status st = ToInvalidStatus(two, "HarvesterMachine", "m");
-  EXPECT_TRUE(st.IsInvalid());
-  EXPECT_EQ(st.http_status(), 422);
+            "spec.loadBalancerConfig.ipamType must be \"dhcp\" or \"pool\" (got \"ippool\")");
+  EXPECT_EQ(
+      NotSupported("spec.volumes[0].volumeType", "", {"image", "storageClass"}, '\'').ToString(),
+      "spec.volumes[0].volumeType must be 'image' or 'storageClass'");
+  EXPECT_EQ(NotSupported("op", "x", {"In", "NotIn", "Exists"}).ToString(),
+            "op must be \"In\", \"NotIn\" or \"Exists\" (got \"x\")");
+  FieldErrors two = {Required("a"), Invalid("b", 0, "must be greater than 0")};
+  EXPECT_EQ(ToAggregateString(two), "a is required; b must be greater than 0");
+  EXPECT_EQ(ToAggregateString({}), "");
+  kube::Status st = ToDenialStatus(two, "HarvesterMachine", "ns", "m");
+  EXPECT_EQ(st.http_status(), 403);
+  EXPECT_EQ(st.reason(), "Forbidden");
   EXPECT_EQ(st.message(),
-            "HarvesterMachine \"m\" is invalid: [a: Required value, b: Required value]");
+            "validation failed for HarvesterMachine ns/m: a is required; b must be greater than 0");
   ASSERT_EQ(st.causes().size(), 2u);
   EXPECT_EQ(st.causes()[0].type, "FieldValueRequired");
   EXPECT_EQ(st.causes()[0].field, "a");
-  EXPECT_EQ(st.causes()[0].message, "Required value");
+  EXPECT_EQ(st.causes()[0].message, "a is required");
+  EXPECT_EQ(st.causes()[1].type, "FieldValueInvalid");
 }
 
 api::HarvesterMachine ValidMachine() {
@@ -162,7 +170,9 @@ TEST(MachineUpdateTest, SpecIsFrozenOnceTheVMExists) {
   old_m.status.ready = true;
   auto errs = ValidateHarvesterMachineUpdate(old_m, new_m);
   ASSERT_EQ(errs.size(), 1u) << ToAggregateString(errs);
-  EXPECT_EQ(errs[0].ToString().rfind("spec.cpu: Forbidden", 0), 0u) << errs[0].ToString();
+  EXPECT_EQ(errs[0].type, ErrorType::kForbidden);
+  EXPECT_EQ(errs[0].ToString().rfind("spec.cpu cannot be changed once the VM exists", 0), 0u)
+      << errs[0].ToString();
   // Quantities compare by value; failureDomain stays mutable.
   new_m = old_m;
   new_m.spec.memory = "4096Mi";
@@ -235,14 +245,14 @@ Json ClusterClassMachineTemplate() {
 
 TEST(TemplateTest, UnsetValuesAreLeftToClusterClassPatches) {
   Json t = ClusterClassMachineTemplate();
-  EXPECT_EQ(ToAggregateString(ValidateAdmission("HarvesterMachineTemplate", t, nullptr)), "[]");
+  EXPECT_EQ(ToAggregateString(ValidateAdmission("HarvesterMachineTemplate", t, nullptr)), "");
   // Even an empty spec: every value is still to be filled.
   Json bare = {{"kind", "HarvesterMachineTemplate"}, {"metadata", {{"name", "t"}}}};
-  EXPECT_EQ(ToAggregateString(ValidateAdmission("HarvesterMachineTemplate", bare, nullptr)), "[]");
+  EXPECT_EQ(ToAggregateString(ValidateAdmission("HarvesterMachineTemplate", bare, nullptr)), "");
   t["spec"]["template"]["spec"]["cpu"] = 0;
   t["spec"]["template"]["spec"]["memory"] = "";
   t["spec"]["template"]["spec"]["volumes"] = {{{"volumeType", "image"}, {"imageName", ""}}};
-  EXPECT_EQ(ToAggregateString(ValidateAdmission("HarvesterMachineTemplate", t, nullptr)), "[]");
+  EXPECT_EQ(ToAggregateString(ValidateAdmission("HarvesterMachineTemplate", t, nullptr)), "");
   // The same machine, stamped as is, is refused: concrete objects stay strict.
   Json m = {{"kind", "HarvesterMachine"},
             {"metadata", {{"name", "m"}}},
@@ -285,12 +295,12 @@ TEST(TemplateTest, ThePlaceholderEndpointOfTheClusterClassPasses) {
   Json t = {{"kind", "HarvesterClusterTemplate"},
             {"metadata", {{"name", "harvester-rke2-cluster"}}},
             {"spec", {{"template", {{"spec", spec}}}}}};
-  EXPECT_EQ(ToAggregateString(ValidateAdmission("HarvesterClusterTemplate", t, nullptr)), "[]");
+  EXPECT_EQ(ToAggregateString(ValidateAdmission("HarvesterClusterTemplate", t, nullptr)), "");
   // Placeholders for what patches set (targetNamespace, identity) pass too.
   t["spec"]["template"]["spec"]["targetNamespace"] = "";
   t["spec"]["template"]["spec"]["identitySecret"] = {{"namespace", ""}, {"name", ""}};
   t["spec"]["template"]["spec"]["loadBalancerConfig"]["ipamType"] = "";
-  EXPECT_EQ(ToAggregateString(ValidateAdmission("HarvesterClusterTemplate", t, nullptr)), "[]");
+  EXPECT_EQ(ToAggregateString(ValidateAdmission("HarvesterClusterTemplate", t, nullptr)), "");
   t["spec"]["template"]["spec"]["loadBalancerConfig"]["ipamType"] = "ippool";
   auto errs = ValidateAdmission("HarvesterClusterTemplate", t, nullptr);
   ASSERT_EQ(errs.size(), 1u) << ToAggregateString(errs);
@@ -318,10 +328,10 @@ TEST(ClusterTest, WhatTheGoProviderWritesBackIsAccepted) {
   vm.ip_pool->range_start = "10.0.0.10";
   vm.ip_pool->range_end.clear();
   vm.ip_pool_ref = "default-c1-vm-ippool";
-  EXPECT_EQ(ToAggregateString(ValidateHarvesterCluster(c)), "[]");
+  EXPECT_EQ(ToAggregateString(ValidateHarvesterCluster(c)), "");
   vm.ip_pool.reset();
   vm.ip_pool_refs = {"pool-a", "pool-b", "pool-a"};
-  EXPECT_EQ(ToAggregateString(ValidateHarvesterCluster(c)), "[]");
+  EXPECT_EQ(ToAggregateString(ValidateHarvesterCluster(c)), "");
 }
 
 TEST(ClusterUpdateTest, PoolChangesAreAllowed) {
@@ -368,7 +378,7 @@ TEST(ClusterTest, InlineLbAndVmPoolsMayNotOverlap) {
   vm.ip_pool = *c.spec.load_balancer_config.ip_pool;
   vm.ip_pool->range_start = "10.0.0.20";
   vm.ip_pool->range_end = "10.0.0.99";
-  EXPECT_EQ(ToAggregateString(ValidateHarvesterCluster(c)), "[]");
+  EXPECT_EQ(ToAggregateString(ValidateHarvesterCluster(c)), "");
   vm.ip_pool->range_start = "10.0.0.19";
   auto errs = ValidateHarvesterCluster(c);
   ASSERT_EQ(errs.size(), 1u) << ToAggregateString(errs);
@@ -381,7 +391,7 @@ TEST(ClusterTest, InlineLbAndVmPoolsMayNotOverlap) {
 
 TEST(ClusterTest, AnInlinePoolNetworkNeedsItsNamespace) {
   auto c = PoolCluster();
-  ASSERT_EQ(ToAggregateString(ValidateHarvesterCluster(c)), "[]");
+  ASSERT_EQ(ToAggregateString(ValidateHarvesterCluster(c)), "");
   c.spec.load_balancer_config.ip_pool->vm_network = "production";
   auto errs = ValidateHarvesterCluster(c);
   ASSERT_EQ(errs.size(), 1u) << ToAggregateString(errs);
@@ -394,7 +404,7 @@ TEST(ClusterTest, AnInlinePoolNetworkNeedsItsNamespace) {
 TEST(ClusterTest, DuplicateBackendPortsAreRefused) {
   auto c = PoolCluster();
   c.spec.load_balancer_config.listeners = {{"https", 443, "TCP", 30443}, {"dns", 53, "UDP", 30443}};
-  ASSERT_EQ(ToAggregateString(ValidateHarvesterCluster(c)), "[]");
+  ASSERT_EQ(ToAggregateString(ValidateHarvesterCluster(c)), "");
   c.spec.load_balancer_config.listeners.push_back({"alt", 8443, "TCP", 30443});
   auto errs = ValidateHarvesterCluster(c);
   ASSERT_EQ(errs.size(), 1u) << ToAggregateString(errs);
@@ -413,7 +423,10 @@ TEST(ClusterUpdateTest, TheIpamTypeIsImmutable) {
   auto errs = ValidateHarvesterClusterUpdate(old_c, new_c);
   ASSERT_EQ(errs.size(), 1u) << ToAggregateString(errs);
   EXPECT_EQ(errs[0].field, "spec.loadBalancerConfig.ipamType");
-  EXPECT_NE(errs[0].detail.find("immutable"), std::string::npos);
+  EXPECT_EQ(
+      errs[0].ToString().rfind("spec.loadBalancerConfig.ipamType \"dhcp\" cannot be changed", 0),
+      0u)
+      << errs[0].ToString();
 }
 
 TEST(ValidateAdmissionTest, DecodeErrorsBecomeFieldErrors) {
