@@ -224,7 +224,9 @@ class Planner {
                              [&](const auto& c) { return c.ref == ref; });
       configured.push_back(it != obs_.pools.end() ? *it : harvester::PoolCandidate{ref, {}});
     }
-    auto d = harvester::DecideAllocation(configured, owner, obs_.hm.spec.networks);
+    auto d = harvester::DecideAllocation(
+        configured, owner, obs_.hm.spec.networks,
+        obs_.hm.spec.vm_network_config ? "HarvesterMachine" : "HarvesterCluster");
     if (d.outcome == harvester::AllocationDecision::Outcome::kExhausted) {
       Mark(kVmIpAllocated, false, "VMIPPoolExhausted", "no IP address available: " + d.message,
            true);

@@ -206,7 +206,8 @@ std::optional<Ipv4> NextFree(const IpPool& pool, std::string_view owner_id) {
 
 AllocationDecision DecideAllocation(const std::vector<PoolCandidate>& pools,
                                     std::string_view owner_id,
-                                    const std::vector<std::string>& machine_networks) {
+                                    const std::vector<std::string>& machine_networks,
+                                    std::string_view configured_by) {
   AllocationDecision d;
   // Adoption first, over every pool: after a crash between the pool write
   // and recording the address, the retry must find the address it took.
@@ -246,8 +247,8 @@ AllocationDecision DecideAllocation(const std::vector<PoolCandidate>& pools,
   d.outcome = AllocationDecision::Outcome::kExhausted;
   if (pools.empty()) {
     d.message =
-        "no IP pool is configured: set spec.vmNetworkConfig.ipPoolRefs (or ipPoolRef) of the "
-        "HarvesterCluster";
+        "no IP pool is configured: set spec.vmNetworkConfig.ipPoolRefs (or ipPoolRef) of the " +
+        std::string(configured_by);
     return d;
   }
   d.message =
@@ -256,8 +257,8 @@ AllocationDecision DecideAllocation(const std::vector<PoolCandidate>& pools,
     d.message += (i ? "; " : "") + reasons[i];
   }
   d.message +=
-      "); widen a pool's ranges, add a pool to spec.vmNetworkConfig.ipPoolRefs of the "
-      "HarvesterCluster, or free addresses listed in the pools' status.allocated";
+      "); widen a pool's ranges, add a pool to spec.vmNetworkConfig.ipPoolRefs of the " +
+      std::string(configured_by) + ", or free addresses listed in the pools' status.allocated";
   return d;
 }
 

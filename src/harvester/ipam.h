@@ -115,9 +115,12 @@ struct AllocationDecision {
 
 // `machine_networks`: the machine's networks ("ns/name"); when non-empty,
 // pools whose selector.network is set to another network are skipped.
+// `configured_by`: the kind whose spec.vmNetworkConfig names the pools
+// (HarvesterCluster, or HarvesterMachine for a machine's own), for messages.
 AllocationDecision DecideAllocation(const std::vector<PoolCandidate>& pools,
                                     std::string_view owner_id,
-                                    const std::vector<std::string>& machine_networks = {});
+                                    const std::vector<std::string>& machine_networks = {},
+                                    std::string_view configured_by = "HarvesterCluster");
 
 // Merge patch reserving `ip` for `owner_id`: allocated[ip] = owner,
 // allocatedHistory[ip] removed, lastAllocated = ip, total and available

@@ -263,7 +263,7 @@ void E2ETest::CreateMachineDeployment(const std::string& name, int replicas, con
   ASSERT_TRUE(r.ok()) << r.status().ToString();
 }
 
-std::vector<Pool> E2ETest::CreatePools(const std::vector<int>& sizes) {
+std::vector<Pool> E2ETest::CreatePools(const std::vector<int>& sizes, const std::string& network) {
   std::set<std::string> used_prefixes;
   std::set<int64_t> used_priorities;
   if (auto list = harvester_->List(kIPPools, ""); list.ok()) {
@@ -302,7 +302,7 @@ std::vector<Pool> E2ETest::CreatePools(const std::vector<int>& sizes) {
                                      {"gateway", prefix + "1"}}})},
           {"selector",
            {{"priority", priority},
-            {"network", "default/vlan100"},
+            {"network", network},
             {"scope",
              Object::array(
                  {{{"project", "*"}, {"namespace", target_ns_}, {"guestCluster", "*"}}})}}}}}};

@@ -324,7 +324,8 @@ class E2ETest : public ::testing::Test {
   Pool CreatePool(int size) { return CreatePools({size}).front(); }
 
   // Pools side by side in one fresh /24: the first at .10, the next at .30, ...
-  std::vector<Pool> CreatePools(const std::vector<int>& sizes);
+  std::vector<Pool> CreatePools(const std::vector<int>& sizes,
+                                const std::string& network = "default/vlan100");
 
   // ---------------------------------------------------------------- reads
 

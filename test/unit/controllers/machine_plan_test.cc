@@ -297,6 +297,18 @@ TEST(MachinePlanTest, AMachinesOwnVmNetworkReplacesTheClustersPoolsAndGateway) {
   EXPECT_EQ(p.action->name, "workers");
   EXPECT_EQ(p.action->value, "10.7.3.4");
 
+  // Its pool missing, it waits and says where the pools are configured.
+  const auto all = o.pools;
+  o.pools = {all[0]};
+  p = PlanMachine(o);
+  EXPECT_EQ(Reason(p, kVmIpAllocated), "VMIPPoolExhausted");
+  const std::string message = Cond(p, kVmIpAllocated)->message;
+  EXPECT_NE(message.find("workers: not found"), std::string::npos) << message;
+  EXPECT_NE(message.find("spec.vmNetworkConfig.ipPoolRefs of the HarvesterMachine"),
+            std::string::npos)
+      << message;
+  o.pools = all;
+
   // Reserved: the cloud-init network data is the worker network's.
   o.hm.status.allocated_ip_address = "10.7.3.4";
   o.hm.status.allocated_pool_ref = "workers";
