@@ -22,6 +22,14 @@ namespace caphv::api {
 
 inline constexpr std::string_view kGroup = "infrastructure.cluster.x-k8s.io";
 inline constexpr std::string_view kVersion = "v1alpha1";
+// Every version the CRDs serve, oldest first. v1beta1 is the name upstream
+// gave the same schema in its v0.5 (without status.failureReason and
+// failureMessage, which CAPHV keeps in both): one schema under two names, so
+// the apiserver converts by renaming (strategy None), nothing is lost either
+// way, and no conversion webhook sits in front of every read. kVersion stays
+// the storage version: objects stored by the Go provider v0.2.x and by
+// CAPHV's earlier releases are read without migration.
+inline constexpr std::string_view kServedVersions[] = {"v1alpha1", "v1beta1"};
 inline constexpr std::string_view kApiVersion = "infrastructure.cluster.x-k8s.io/v1alpha1";
 
 // Pattern of metav1.Condition.reason (PascalCase-like).

@@ -139,14 +139,23 @@ Json BuildSchema(Kind kind) {
 
 Json BuildCrd(Kind kind) {
   const KindInfo& info = InfoOf(kind);
-  Json version = {
-      {"name", kVersion},
-      {"served", true},
-      {"storage", true},
-      {"schema", {{"openAPIV3Schema", BuildSchema(kind)}}},
-      {"additionalPrinterColumns", PrinterColumns(kind)},
-  };
-  if (info.has_status) version["subresources"] = {{"status", Json::object()}};
+  const Json schema = BuildSchema(kind);
+  Json versions = Json::array();
+  for (std::string_view name : kServedVersions) {
+    Json version = {
+        {"name", name},
+        {"served", true},
+        {"storage", name == kVersion},
+        {"schema", {{"openAPIV3Schema", schema}}},
+        {"additionalPrinterColumns", PrinterColumns(kind)},
+    };
+    if (info.has_status) version["subresources"] = {{"status", Json::object()}};
+    versions.push_back(std::move(version));
+  }
+  std::string contract;
+  for (std::string_view name : kServedVersions) {
+    contract += (contract.empty() ? "" : "_") + std::string(name);
+  }
   return {
       {"apiVersion", "apiextensions.k8s.io/v1"},
       {"kind", "CustomResourceDefinition"},
@@ -154,8 +163,8 @@ Json BuildCrd(Kind kind) {
        {{"name", CrdName(kind)},
         {"labels",
          {{"cluster.x-k8s.io/provider", "infrastructure-harvester"},
-          {"cluster.x-k8s.io/v1beta1", kVersion},
-          {"cluster.x-k8s.io/v1beta2", kVersion}}}}},
+          {"cluster.x-k8s.io/v1beta1", contract},
+          {"cluster.x-k8s.io/v1beta2", contract}}}}},
       {"spec",
        {{"group", kGroup},
         {"names",
@@ -165,7 +174,7 @@ Json BuildCrd(Kind kind) {
           {"singular", info.singular},
           {"categories", Json::array({"cluster-api"})}}},
         {"scope", "Namespaced"},
-        {"versions", Json::array({version})}}},
+        {"versions", std::move(versions)}}},
   };
 }
 

@@ -6,7 +6,8 @@
 // and rewrites them when run with CAPHV_UPDATE_CRDS=1.
 //
 // Each CRD carries the Cluster API contract labels
-// (cluster.x-k8s.io/v1beta1 and v1beta2 -> v1alpha1), the name Cluster API
+// (cluster.x-k8s.io/v1beta1 and v1beta2 -> v1alpha1_v1beta1: both served
+// versions, one schema, v1alpha1 stored; see kServedVersions), the name Cluster API
 // computes (plural + "." + group), category cluster-api, the status
 // subresource for the non-template kinds, and printer columns.
 //

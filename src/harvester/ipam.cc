@@ -256,9 +256,9 @@ AllocationDecision DecideAllocation(const std::vector<PoolCandidate>& pools,
   for (size_t i = 0; i < reasons.size(); ++i) {
     d.message += (i ? "; " : "") + reasons[i];
   }
-  d.message +=
-      "); widen a pool's ranges, add a pool to spec.vmNetworkConfig.ipPoolRefs of the " +
-      std::string(configured_by) + ", or free addresses listed in the pools' status.allocated";
+  d.message += "); widen a pool's ranges, add a pool to spec.vmNetworkConfig.ipPoolRefs of the " +
+               std::string(configured_by) +
+               ", or free addresses listed in the pools' status.allocated";
   return d;
 }
 

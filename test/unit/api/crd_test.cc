@@ -63,13 +63,25 @@ TEST_P(CrdTest, NamesAndLabelsFollowTheClusterApiContract) {
   EXPECT_EQ(crd["spec"]["scope"], "Namespaced");
   EXPECT_EQ(crd["spec"]["group"], "infrastructure.cluster.x-k8s.io");
   const Json& labels = crd["metadata"]["labels"];
-  EXPECT_EQ(labels["cluster.x-k8s.io/v1beta1"], "v1alpha1");
-  EXPECT_EQ(labels["cluster.x-k8s.io/v1beta2"], "v1alpha1");
+  // Both versions for both contracts: Cluster API reads the newest.
+  EXPECT_EQ(labels["cluster.x-k8s.io/v1beta1"], "v1alpha1_v1beta1");
+  EXPECT_EQ(labels["cluster.x-k8s.io/v1beta2"], "v1alpha1_v1beta1");
   EXPECT_EQ(labels["cluster.x-k8s.io/provider"], "infrastructure-harvester");
-  const Json& v = crd["spec"]["versions"][0];
+  const Json& versions = crd["spec"]["versions"];
+  ASSERT_EQ(versions.size(), 2u);
+  const Json& v = versions[0];
   EXPECT_EQ(v["name"], "v1alpha1");
   EXPECT_TRUE(v["served"].get<bool>() && v["storage"].get<bool>());
   EXPECT_EQ(v.contains("subresources"), InfoOf(kind).has_status);
+  // v1beta1 (upstream v0.5+): served, not stored, the very same schema,
+  // columns and subresources, so the apiserver converts by renaming.
+  const Json& beta = versions[1];
+  EXPECT_EQ(beta["name"], "v1beta1");
+  EXPECT_TRUE(beta["served"].get<bool>());
+  EXPECT_FALSE(beta["storage"].get<bool>());
+  EXPECT_EQ(beta["schema"], v["schema"]);
+  EXPECT_EQ(beta["additionalPrinterColumns"], v["additionalPrinterColumns"]);
+  EXPECT_EQ(beta.value("subresources", Json()), v.value("subresources", Json()));
 }
 
 // --- the schema walk ---------------------------------------------------------

@@ -58,8 +58,7 @@ std::string ReadFromArchive(const Release& release, const std::string& member) {
       ThirdParty() / ("cluster-api-provider-harvester-" + release.version + ".tar.gz");
   std::string out;
   const std::string top = "cluster-api-provider-harvester-" + release.version + "/";
-  if (testing::RunCommand("tar -xzOf '" + archive.string() + "' '" + top + member +
-                              "' 2>/dev/null",
+  if (testing::RunCommand("tar -xzOf '" + archive.string() + "' '" + top + member + "' 2>/dev/null",
                           &out) != 0) {
     return "";
   }
@@ -176,11 +175,17 @@ const std::map<std::pair<std::string, std::string>, Mutation>& Cases() {
       {{"HarvesterMachine", "spec.networks must contain at least one network"},
        [](Json& s) { s["networks"] = Json::array(); }},
       {{"HarvesterMachine", "spec.networkConfig.address is required when networkConfig is set"},
-       [](Json& s) { s["networkConfig"] = {{"address", ""}, {"gateway", "10.0.0.1"}}; }},
+       [](Json& s) {
+         s["networkConfig"] = {{"address", ""}, {"gateway", "10.0.0.1"}};
+       }},
       {{"HarvesterMachine", "spec.networkConfig.gateway is required when networkConfig is set"},
-       [](Json& s) { s["networkConfig"] = {{"address", "10.0.0.5"}, {"gateway", ""}}; }},
+       [](Json& s) {
+         s["networkConfig"] = {{"address", "10.0.0.5"}, {"gateway", ""}};
+       }},
       {{"HarvesterMachine", "spec.networkConfig.gateway %q is not a valid IP address"},
-       [](Json& s) { s["networkConfig"] = {{"address", "10.0.0.5"}, {"gateway", "10.0.0.999"}}; }},
+       [](Json& s) {
+         s["networkConfig"] = {{"address", "10.0.0.5"}, {"gateway", "10.0.0.999"}};
+       }},
       {{"HarvesterMachine", "spec.vmNetworkConfig and spec.networkConfig are mutually exclusive"},
        [](Json& s) {
          s["networkConfig"] = {{"address", "10.0.0.5"}, {"gateway", "10.0.0.1"}};
@@ -220,7 +225,9 @@ const std::map<std::pair<std::string, std::string>, Mutation>& Cases() {
          s["vmNetworkConfig"]["subnetMask"] = "255.255.255";
        }},
       {{"HarvesterMachine", "spec.firmware.secureBoot requires spec.firmware.efi to be true"},
-       [](Json& s) { s["firmware"] = {{"secureBoot", true}}; }},
+       [](Json& s) {
+         s["firmware"] = {{"secureBoot", true}};
+       }},
       // HarvesterCluster
       {{"HarvesterCluster", "spec.targetNamespace is required"},
        [](Json& s) { s["targetNamespace"] = ""; }},
@@ -271,18 +278,17 @@ const std::map<std::string, std::string>& Superseded() {
 
 Json Review(const Json& object) {
   const std::string kind = object["kind"];
-  Json review = {{"apiVersion", "admission.k8s.io/v1"},
-                 {"kind", "AdmissionReview"},
-                 {"request",
-                  {{"uid", "0d9c1e3c-1111-4d5e-9f00-000000000001"},
-                   {"kind",
-                    {{"group", "infrastructure.cluster.x-k8s.io"},
-                     {"version", "v1alpha1"},
-                     {"kind", kind}}},
-                   {"operation", "CREATE"},
-                   {"namespace", object["metadata"]["namespace"]},
-                   {"name", object["metadata"]["name"]},
-                   {"object", object}}}};
+  Json review = {
+      {"apiVersion", "admission.k8s.io/v1"},
+      {"kind", "AdmissionReview"},
+      {"request",
+       {{"uid", "0d9c1e3c-1111-4d5e-9f00-000000000001"},
+        {"kind",
+         {{"group", "infrastructure.cluster.x-k8s.io"}, {"version", "v1alpha1"}, {"kind", kind}}},
+        {"operation", "CREATE"},
+        {"namespace", object["metadata"]["namespace"]},
+        {"name", object["metadata"]["name"]},
+        {"object", object}}}};
   return webhooks::Review(review, kind);
 }
 
@@ -296,8 +302,8 @@ TEST(GoMessagesTest, EveryRefusalOfTheGoProviderComesBackInItsWords) {
         const std::string member = "api/" + version + "/" + lower + "_webhook.go";
         const std::string source = ReadFromArchive(release, member);
         ASSERT_FALSE(source.empty())
-            << "cannot read " << member << " from the Go provider " << release.version
-            << " in " << ThirdParty() << " (set CAPHV_THIRD_PARTY to the directory of its "
+            << "cannot read " << member << " from the Go provider " << release.version << " in "
+            << ThirdParty() << " (set CAPHV_THIRD_PARTY to the directory of its "
             << "release archives)";
         const GoMessages go = Extract(source);
         ASSERT_GE(go.formats.size(), 4u) << release.version << " " << member;
@@ -318,7 +324,8 @@ TEST(GoMessagesTest, EveryRefusalOfTheGoProviderComesBackInItsWords) {
           // The Go provider's line: "validation failed for <Kind> ns/name: ",
           // then its sentences joined by "; ".
           std::string head = go.joined;
-          head = std::regex_replace(head, std::regex("%s/%s"), "ns1/" + std::string(object["metadata"]["name"]));
+          head = std::regex_replace(head, std::regex("%s/%s"),
+                                    "ns1/" + object["metadata"]["name"].get<std::string>());
           head = head.substr(0, head.rfind("%s"));
           EXPECT_EQ(message.rfind(head, 0), 0u) << message;
           const std::regex sentence("(^|: |; )" + Pattern(format) + "($|;| \\(|: )");
