@@ -73,8 +73,8 @@ TEST_F(ApiVersionsTest, AnObjectWrittenAtOneVersionReadsTheSameAtTheOther) {
       EXPECT_EQ((*read)["apiVersion"], "infrastructure.cluster.x-k8s.io/" + to);
       EXPECT_EQ((*read).value("spec", Json()), (*created).value("spec", Json()));
       std::string why;
-      EXPECT_TRUE(Covers(doc.value("spec", Json::object()), (*read).value("spec", Json()), "spec",
-                         &why))
+      EXPECT_TRUE(
+          Covers(doc.value("spec", Json::object()), (*read).value("spec", Json()), "spec", &why))
           << why;
       // Status: the schemas are one (CrdTest checks both versions carry the
       // same schema and subresources); the running manager rewrites the
@@ -111,16 +111,16 @@ TEST_F(ApiVersionsTest, UpstreamV010SamplesAreAcceptedAtV1beta1AndLoseNothing) {
       {"RANCHER_TURTLES_LABEL", ""},
   };
   static const std::regex kVariable(R"re(\$\{([A-Z_]+)(:[^}]*)?\})re");
-  for (const std::string file : {"examples/worker-machinedeployment.yaml",
-                                 "templates/clusterclass/rke2/clusterclass-harvester-rke2.yaml",
-                                 "templates/clusterclass/rke2/clusterclass-harvester-rke2-example.yaml",
-                                 "templates/cluster-template-rke2.yaml",
-                                 "templates/cluster-template-rke2-dhcp.yaml",
-                                 "templates/cluster-template-rke2-stig.yaml"}) {
+  for (const std::string file :
+       {"examples/worker-machinedeployment.yaml",
+        "templates/clusterclass/rke2/clusterclass-harvester-rke2.yaml",
+        "templates/clusterclass/rke2/clusterclass-harvester-rke2-example.yaml",
+        "templates/cluster-template-rke2.yaml", "templates/cluster-template-rke2-dhcp.yaml",
+        "templates/cluster-template-rke2-stig.yaml"}) {
     std::string text;
-    ASSERT_EQ(RunCommand("tar -xzOf '" + archive.string() + "' '" + top + file + "' 2>/dev/null",
-                         &text),
-              0)
+    ASSERT_EQ(
+        RunCommand("tar -xzOf '" + archive.string() + "' '" + top + file + "' 2>/dev/null", &text),
+        0)
         << "cannot read " << file << " from " << archive;
     std::string filled;
     auto last = text.cbegin();
@@ -146,7 +146,9 @@ TEST_F(ApiVersionsTest, UpstreamV010SamplesAreAcceptedAtV1beta1AndLoseNothing) {
       if (!created.ok() && created.status().IsAlreadyExists()) {
         client_->Delete(At(*kind, "v1beta1"), ns_->name(), name).IgnoreError();
         ASSERT_TRUE(Eventually(
-            [&] { return client_->Get(At(*kind, "v1beta1"), ns_->name(), name).status().IsNotFound(); },
+            [&] {
+              return client_->Get(At(*kind, "v1beta1"), ns_->name(), name).status().IsNotFound();
+            },
             std::chrono::seconds(10)));
         created = client_->Create(At(*kind, "v1beta1"), ns_->name(), doc);
       }
