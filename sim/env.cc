@@ -12,6 +12,7 @@
 #include "kube/base64.h"
 #include "sim/ipam.h"
 #include "sim/manifests.h"
+#include "sim/scheduling.h"
 
 namespace caphv::sim {
 
@@ -72,6 +73,12 @@ kube::StatusOr<Environment> ParseEnvironment(const std::string& yaml) {
       if (pool.name.empty()) return Missing("ippools[].name");
       env.pools.push_back(pool);
     }
+    if (!d.contains("hosts")) env.hosts.push_back({kDefaultHostName, "", Object::object()});
+    for (const auto& h : d.value("hosts", Object::array())) {
+      EnvHost host{h.value("name", ""), h.value("zone", ""), h.value("labels", Object::object())};
+      if (host.name.empty()) return Missing("hosts[].name");
+      env.hosts.push_back(host);
+    }
     if (d.contains("lbDhcp")) env.lb_dhcp = RangeFrom(d["lbDhcp"]);
     env.vip = d.value("vip", "");
   } catch (const nlohmann::json::exception& e) {
@@ -95,6 +102,7 @@ kube::StatusOr<Environment> LoadEnvironment(const std::string& path) {
 kube::StatusOr<kube::GroupVersionResource> GvrOf(const Object& o) {
   static const std::map<std::pair<std::string, std::string>, kube::GroupVersionResource> kKinds = {
       {{"v1", "Namespace"}, gvr::kNamespaces},
+      {{"v1", "Node"}, kube::resources::kNodes},
       {{"v1", "Service"}, kube::resources::kServices},
       {{"apps/v1", "Deployment"}, kube::resources::kDeployments},
       {{"rbac.authorization.k8s.io/v1", "ClusterRole"}, kube::resources::kClusterRoles},
@@ -255,6 +263,31 @@ Object IngressExposeService(const std::string& vip) {
             {"selector", {{"app.kubernetes.io/name", "rke2-ingress-nginx"}}}}}};
 }
 
+Object HostNode(const EnvHost& host, const std::set<std::string>& cluster_networks) {
+  Object labels = {{"kubernetes.io/hostname", host.name},
+                   {"kubernetes.io/os", "linux"},
+                   {"kubernetes.io/arch", "amd64"},
+                   {"node-role.kubernetes.io/control-plane", "true"},
+                   {"harvesterhci.io/managed", "true"}};
+  for (const auto& cn : cluster_networks) labels["network.harvesterhci.io/" + cn] = "true";
+  if (!host.zone.empty()) labels["topology.kubernetes.io/zone"] = host.zone;
+  for (const auto& [k, v] : host.labels.items()) labels[k] = v;
+  return {{"apiVersion", "v1"},
+          {"kind", "Node"},
+          {"metadata", {{"name", host.name}, {"labels", labels}}},
+          {"status",
+           {{"conditions", Object::array({{{"type", "Ready"},
+                                           {"status", "True"},
+                                           {"reason", "KubeletReady"},
+                                           {"message", "kubelet is posting ready status"}}})},
+            {"nodeInfo",
+             {{"osImage", "Harvester v1.7.3"},
+              {"kubeletVersion", "v1.33.5+rke2r1"},
+              {"containerRuntimeVersion", "containerd://2.0.5-k3s1"},
+              {"architecture", "amd64"},
+              {"operatingSystem", "linux"}}}}}};
+}
+
 kube::StatusOr<std::vector<Object>> SeedObjects(const Environment& env) {
   std::vector<Object> out;
   std::set<std::string> namespaces;
@@ -275,6 +308,9 @@ kube::StatusOr<std::vector<Object>> SeedObjects(const Environment& env) {
     out.push_back(std::move(pool));
   }
   if (!env.vip.empty()) out.push_back(IngressExposeService(env.vip));
+  std::set<std::string> cluster_networks;
+  for (const auto& n : env.networks) cluster_networks.insert(n.cluster_network);
+  for (const auto& h : env.hosts) out.push_back(HostNode(h, cluster_networks));
   return out;
 }
 

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -46,7 +47,18 @@ struct EnvPool {
   kube::Object labels = kube::Object::object();
   kube::Object spec;  // IPPool spec verbatim
 };
+// A Harvester host: a Node of the Harvester cluster, labelled as Harvester
+// labels its hosts (hostname, management role, one
+// network.harvesterhci.io/<cluster network> per cluster network of the
+// environment) plus `zone` as topology.kubernetes.io/zone and any `labels`.
+// VMs are scheduled among them (sim/scheduling.h).
+struct EnvHost {
+  std::string name, zone;
+  kube::Object labels = kube::Object::object();
+};
 struct Environment {
+  // Without a `hosts` key: one host, kDefaultHostName, in no zone.
+  std::vector<EnvHost> hosts;
   std::vector<EnvImage> images;
   std::vector<EnvKeyPair> keypairs;
   std::vector<EnvNetwork> networks;
@@ -106,6 +118,9 @@ kube::Object NadObject(const EnvNetwork& network);
 // Go provider reads the cloud provider's server address from it).
 kube::Object IngressExposeService(const std::string& vip);
 kube::StatusOr<kube::Object> PoolObject(const EnvPool& pool);
+// The host's Node, status Ready; `cluster_networks` label it as Harvester's
+// network controller does for the cluster networks it is part of.
+kube::Object HostNode(const EnvHost& host, const std::set<std::string>& cluster_networks);
 // Every seed object of the environment, namespaces first.
 kube::StatusOr<std::vector<kube::Object>> SeedObjects(const Environment& env);
 

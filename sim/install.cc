@@ -42,6 +42,13 @@ Status ApplyObject(kube::Client& client, const Object& object) {
   if (!applied.ok()) {
     return applied.status().WithContext("apply " + gvr.String() + " " + kube::KeyOf(object));
   }
+  if (object.value("kind", "") == "Node" && object.contains("status")) {
+    // A Node's status is its kubelet's: written through /status.
+    auto status = client.Apply(
+        gvr, ns, object, {.field_manager = "caphv-sim", .force = true, .subresource = "status"});
+    if (!status.ok())
+      return status.status().WithContext("apply status of Node " + kube::NameOf(object));
+  }
   return {};
 }
 

@@ -316,8 +316,21 @@ std::string LinkLocalAddress(const std::string& mac) {
   return out;
 }
 
+namespace {
+
+// The virt-launcher pod's PodScheduled condition as KubeVirt copies it.
+Object UnschedulableCondition(const Placement& where) {
+  return {{"type", "PodScheduled"},    {"status", "False"},
+          {"reason", "Unschedulable"}, {"message", where.unschedulable},
+          {"lastProbeTime", nullptr},  {"lastTransitionTime", Iso8601Now()}};
+}
+
+}  // namespace
+
 Object BuildVmi(const Object& vm, Stage stage, const std::vector<Nic>& nics,
-                const GuestAgentReport& agent) {
+                const GuestAgentReport& agent, const Placement& where) {
+  const bool unschedulable = !where.unschedulable.empty();
+  if (unschedulable) stage = Stage::kScheduling;
   const std::string name = Str(vm, {"metadata", "name"});
   Object labels = At(vm, {"spec", "template", "metadata", "labels"});
   if (!labels.is_object()) labels = Object::object();
@@ -327,14 +340,14 @@ Object BuildVmi(const Object& vm, Stage stage, const std::vector<Nic>& nics,
   Object status = Object::object();
   const bool scheduled = stage != Stage::kScheduling;
   if (scheduled) {
-    labels["kubevirt.io/nodeName"] = kSimNodeName;
-    status["nodeName"] = kSimNodeName;
+    labels["kubevirt.io/nodeName"] = where.node;
+    status["nodeName"] = where.node;
   }
   if (Str(vm, {"metadata", "labels", "harvesterhci.io/creator"}) ==
       "docker-machine-driver-harvester") {
-    annotations["topology.kubernetes.io/zone"] = "zone-a";
-    annotations["topology.kubernetes.io/region"] = "region-1";
-    annotations["kubernetes.io/hostname"] = kSimNodeName;
+    annotations["topology.kubernetes.io/zone"] = where.zone.empty() ? "zone-a" : where.zone;
+    annotations["topology.kubernetes.io/region"] = where.region.empty() ? "region-1" : where.region;
+    annotations["kubernetes.io/hostname"] = where.node;
   }
   switch (stage) {
     case Stage::kScheduling:
@@ -360,6 +373,7 @@ Object BuildVmi(const Object& vm, Stage stage, const std::vector<Nic>& nics,
     conds[0]["message"] = std::string("failure injected by annotation ") +
                           (GuestDied(vm) ? kDeadAnnotation : kFailAnnotation);
   }
+  if (unschedulable) conds.push_back(UnschedulableCondition(where));
   status["conditions"] = conds;
   if (stage == Stage::kBooting || stage == Stage::kRunning) {
     Object ifs = Object::array();
@@ -462,7 +476,9 @@ Object BuildWaitingVmStatus(const Object& vm, const VolumeWait& wait) {
   return status;
 }
 
-Object BuildVmStatus(const Object& vm, Stage stage) {
+Object BuildVmStatus(const Object& vm, Stage stage, const Placement& where) {
+  const bool unschedulable = !where.unschedulable.empty();
+  if (unschedulable) stage = Stage::kScheduling;
   static const std::map<Stage, std::string> kPrintable = {{Stage::kStopped, "Stopped"},
                                                           {Stage::kScheduling, "Starting"},
                                                           {Stage::kBooting, "Running"},
@@ -477,8 +493,9 @@ Object BuildVmStatus(const Object& vm, Stage stage) {
   if (stage == Stage::kStopped) cond["reason"] = "VMINotExists";
   Object status = {{"created", stage != Stage::kStopped},
                    {"ready", ready},
-                   {"printableStatus", kPrintable.at(stage)},
+                   {"printableStatus", unschedulable ? "ErrorUnschedulable" : kPrintable.at(stage)},
                    {"conditions", Object::array({cond})}};
+  if (unschedulable) status["conditions"].push_back(UnschedulableCondition(where));
   if (At(vm, {"spec", "runStrategy"}).is_string()) {
     status["runStrategy"] = At(vm, {"spec", "runStrategy"});
   }

@@ -21,6 +21,7 @@
 
 #include "kube/client.h"
 #include "kube/status.h"
+#include "sim/scheduling.h"
 
 namespace caphv::sim {
 
@@ -37,7 +38,6 @@ inline constexpr char kClaimTemplatesAnnotation[] = "harvesterhci.io/volumeClaim
 inline constexpr char kRemovedClaimsAnnotation[] = "harvesterhci.io/removedPersistentVolumeClaims";
 inline constexpr char kImageIdAnnotation[] = "harvesterhci.io/imageId";
 inline constexpr char kUninitializedTaint[] = "node.cloudprovider.kubernetes.io/uninitialized";
-inline constexpr char kSimNodeName[] = "harvester-sim-node-1";
 
 // One NIC of a VM: spec names, and the address the guest will report.
 struct Nic {
@@ -138,11 +138,16 @@ struct GuestAgentReport {
 // MAC is not six hex octets.
 std::string LinkLocalAddress(const std::string& mac);
 
-// The VMI for a VM at `stage` (complete object, status inline; for apply).
+// The VMI for a VM at `stage` (complete object, status inline; for apply),
+// on the host `where` chose. A VM no host fits (where.unschedulable) stays
+// in phase Scheduling with PodScheduled=False, reason Unschedulable and the
+// scheduler's message, whatever `stage` says.
 kube::Object BuildVmi(const kube::Object& vm, Stage stage, const std::vector<Nic>& nics,
-                      const GuestAgentReport& agent);
-// The VM's status at `stage` (for the status subresource).
-kube::Object BuildVmStatus(const kube::Object& vm, Stage stage);
+                      const GuestAgentReport& agent, const Placement& where = {});
+// The VM's status at `stage` (for the status subresource); for an
+// unschedulable VM, printableStatus ErrorUnschedulable and the VMI's
+// PodScheduled condition.
+kube::Object BuildVmStatus(const kube::Object& vm, Stage stage, const Placement& where = {});
 
 // The guest Node as the kubelet registers it (name = VM name; tainted
 // uninitialized, as with an external cloud provider).

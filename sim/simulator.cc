@@ -54,6 +54,7 @@ Simulator::Simulator(std::shared_ptr<kube::Client> harvester,
   keypairs_ = make(h_, gvr::kKeyPairs, true);
   namespaces_ = make(h_, gvr::kNamespaces, false);
   nodes_ = make(w_, kube::resources::kNodes, false);
+  hosts_ = make(h_, kube::resources::kNodes, false);
   services_ = make(h_, gvr::kServices, true);
   storage_classes_ = make(h_, gvr::kStorageClasses, false);
 }
@@ -62,7 +63,7 @@ Simulator::~Simulator() = default;
 
 bool Simulator::Synced() const {
   for (const auto& i : {vms_, vmis_, pvcs_, lbs_, pools_, images_, nads_, keypairs_, namespaces_,
-                        nodes_, services_, storage_classes_}) {
+                        nodes_, hosts_, services_, storage_classes_}) {
     if (!i->HasSynced()) return false;
   }
   return true;
@@ -104,6 +105,15 @@ kube::Status Simulator::Run(std::stop_token stop) {
       if (NodeNameFor(kube::KeyOf(*v), Name(*v)) == Name(node)) {
         out.push_back({Ns(*v), Name(*v)});
       }
+    }
+    return out;
+  });
+  // A host added, labelled or uncordoned may fit a VM none fitted.
+  vm.Watch(hosts_, [this](const Object&) {
+    std::vector<Request> out;
+    for (const auto& v : vms_->store().List()) {
+      auto vmi = vmis_->store().Get(Ns(*v), Name(*v));
+      if (!vmi || StrAt(*vmi, {"status", "nodeName"}).empty()) out.push_back({Ns(*v), Name(*v)});
     }
     return out;
   });
@@ -487,7 +497,13 @@ Result Simulator::ReconcileVm(const Request& req) {
       since = std::chrono::duration_cast<milliseconds>(now - it->second);
     }
   }
-  const Stage stage = StageOf(vm, since, opt_.boot_delay, opt_.ip_delay);
+  const Placement where = PlacementOf(vm, vmi.get());
+  if (!where.unschedulable.empty()) {
+    std::lock_guard lock(mu_);
+    started_.erase(uid);  // it boots once a host takes it
+  }
+  Stage stage = StageOf(vm, since, opt_.boot_delay, opt_.ip_delay);
+  if (!where.unschedulable.empty() && stage != Stage::kStopped) stage = Stage::kScheduling;
   auto nics = AssignAddresses(key, vm, PlanNics(vm, *network_data));
   if (!nics.ok()) return Result::Error(nics.status());
 
@@ -524,7 +540,7 @@ Result Simulator::ReconcileVm(const Request& req) {
         return Result::Error(guest.status());
       }
     }
-    Object desired = BuildVmi(vm, stage, *nics, agent);
+    Object desired = BuildVmi(vm, stage, *nics, agent, where);
     if (!vmi || !Covers(desired, *vmi)) {
       if (Status s = Fault("apply VMI"); !s.ok()) return Result::Error(s);
       auto a = h_->Apply(gvr::kVirtualMachineInstances, req.ns, desired,
@@ -532,14 +548,19 @@ Result Simulator::ReconcileVm(const Request& req) {
       if (!a.ok()) return Result::Error(a.status());
     }
   }
-  milliseconds requeue = UntilNextStage(stage, since, opt_.boot_delay, opt_.ip_delay);
+  // Unschedulable: looked at again when a host changes (the hosts_ watch).
+  milliseconds requeue = where.unschedulable.empty()
+                             ? UntilNextStage(stage, since, opt_.boot_delay, opt_.ip_delay)
+                             : milliseconds(0);
   milliseconds node_requeue{0};
-  if (Status s = SyncNode(vm, stage, *nics, &node_requeue); !s.ok()) return Result::Error(s);
+  if (Status s = SyncNode(vm, stage, *nics, &node_requeue); !s.ok()) {
+    return Result::Error(s);
+  }
   if (node_requeue.count() > 0 && (requeue.count() == 0 || node_requeue < requeue)) {
     requeue = node_requeue;
   }
 
-  Object status = BuildVmStatus(vm, stage);
+  Object status = BuildVmStatus(vm, stage, where);
   if (!Covers(status, StatusOf(vm))) {
     if (Status s = Fault("apply VM status"); !s.ok()) return Result::Error(s);
     Object body = Skeleton(vm);
@@ -549,6 +570,19 @@ Result Simulator::ReconcileVm(const Request& req) {
     if (!a.ok()) return Result::Error(a.status());
   }
   return requeue.count() > 0 ? Result::RequeueAfter(requeue) : Result::Done();
+}
+
+Placement Simulator::PlacementOf(const Object& vm, const Object* vmi) const {
+  std::vector<Host> hosts;
+  for (const auto& n : hosts_->store().List()) hosts.push_back(HostOfNode(*n));
+  // Required affinity is IgnoredDuringExecution: a VMI stays on its host.
+  if (vmi != nullptr && !Deleting(*vmi)) {
+    const std::string on = StrAt(*vmi, {"status", "nodeName"});
+    for (const auto& h : hosts) {
+      if (h.name == on) return PlaceVm(vm, {h}, /*bound=*/true);
+    }
+  }
+  return PlaceVm(vm, hosts);
 }
 
 std::vector<std::string> Simulator::Admit(const Object& vm) {

@@ -120,6 +120,9 @@ class Simulator {
   kube::Status SyncNode(const kube::Object& vm, Stage stage, const std::vector<Nic>& nics,
                         std::chrono::milliseconds* requeue);
   kube::StatusOr<std::string> NetworkData(const kube::Object& vm);
+  // The Harvester host (hosts_: the Harvester cluster's Nodes) `vm` runs on:
+  // the one its VMI is on, else the scheduler's choice (sim/scheduling.h).
+  Placement PlacementOf(const kube::Object& vm, const kube::Object* vmi) const;
 
   // What the simulator knows of a VM's guest (read once, at first boot, as
   // cloud-init does).
@@ -198,7 +201,7 @@ class Simulator {
   std::unique_ptr<kube::EventRecorder> workload_recorder_;  // the guests' cloud provider
   std::unique_ptr<EtcdMembers> etcd_;
   std::shared_ptr<kube::Informer> vms_, vmis_, pvcs_, lbs_, pools_, images_, nads_, keypairs_,
-      namespaces_, nodes_, services_, storage_classes_;
+      namespaces_, nodes_, hosts_, services_, storage_classes_;
 
   std::mutex mu_;  // guards the members below
   std::mt19937_64 rng_;

@@ -195,7 +195,9 @@ struct HarvesterClusterStatus {
       Field("failureDomains")
           .ListType("map")
           .ListMapKeys({"name"})
-          .Doc("Failure domains available to machines (Cluster API v1beta2 contract: a list)."));
+          .Doc("Failure domains of the Harvester hosts (their topology.kubernetes.io/zone "
+               "values when every host has one, else their names; attribute topologyKey names "
+               "the node label), published for Cluster API v1.11+ (v1beta2 contract: a list)."));
     v(self.failure_reason, Field("failureReason").Doc("Deprecated: terminal failure reason."));
     v(self.failure_message, Field("failureMessage").Doc("Deprecated: terminal failure message."));
   }

@@ -135,9 +135,11 @@ struct HarvesterMachineSpec {
   static void Describe(Self& self, V& v) {
     v(self.provider_id,
       Field("providerID").Doc("harvester://<VM UID>, set by CAPHV once the VM exists."));
-    v(self.failure_domain, Field("failureDomain")
-                               .Doc("Failure domain (informational; Machine.spec.failureDomain "
-                                    "wins)."));
+    v(self.failure_domain,
+      Field("failureDomain")
+          .Doc("Failure domain the VM is pinned to, for a machine Cluster API places in none "
+               "(Machine.spec.failureDomain wins): a zone or host name of "
+               "HarvesterCluster status.failureDomains."));
     v(self.cpu, Field("cpu").Required().Doc("Number of vCPUs."));
     v(self.memory, Field("memory").Required().Doc("Memory as a Kubernetes quantity, e.g. 4Gi."));
     v(self.ssh_user, Field("sshUser").Required().Doc("SSH user of the VM."));

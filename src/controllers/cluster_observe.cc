@@ -72,6 +72,11 @@ void HarvesterClusterReconciler::ObserveHarvester(Run& r, ClusterObservation& o)
   const Connection& conn = *r.conn;
   const std::string& ns = hc.spec.target_namespace;
   const harvester::ClusterIdentity identity = ClusterIdentityOf(o);
+  o.publish_failure_domains = ctx_.publish_failure_domains;
+  if (o.publish_failure_domains && !o.deleting) {
+    r.conn->WatchHosts(r.req);
+    o.hosts = r.conn->hosts();
+  }
 
   // The pools the spec names, and every pool carrying this cluster's id
   // (what a deletion removes).

@@ -88,6 +88,7 @@ class Planner {
       return Act(ClusterActionKind::kAddFinalizer, {}, std::move(patch));
     }
     if (!Connected()) return;
+    FailureDomains();
     if (!obs_.namespace_ready) return Act(ClusterActionKind::kEnsureNamespace, ns_);
     Mark(kTargetNamespaceReady, true, "TargetNamespaceReady", "");
     if (!obs_.ever_connected) {
@@ -112,6 +113,16 @@ class Planner {
     plan_.status.initialization = api::Initialization{true};
     Mark(kInfrastructureReady, true, "InfrastructureReady", "");
     CloudProvider();
+  }
+
+  // Published from the hosts once they are known; kept as reported while
+  // they are not (a restart, an identity that may not list Nodes).
+  void FailureDomains() {
+    if (!obs_.publish_failure_domains) {
+      plan_.status.failure_domains.clear();
+    } else if (obs_.hosts) {
+      plan_.status.failure_domains = harvester::FailureDomainsOfHosts(*obs_.hosts);
+    }
   }
 
   bool Connected() {

@@ -11,9 +11,10 @@
 //   owner Cluster -> finalizer and the recorded management cluster id (one
 //   patch; see harvester::kAnnotationManagementClusterId) -> Harvester connection -> target
 //   namespace
-//   -> [the first time: the connection is recorded in status before anything
-//   is made on Harvester, so a deletion can tell "never connected" apart] ->
-//   IPPools CAPHV creates from inline specs (never one of another cluster)
+//   -> status.failureDomains from the Harvester hosts (when Cluster API
+//   reads the v1beta2 contract) -> [the first time: the connection is recorded in status before
+//   anything is made on Harvester, so a deletion can tell "never connected" apart] -> IPPools CAPHV
+//   creates from inline specs (never one of another cluster)
 //   -> control-plane LoadBalancer (never one of another cluster) ->
 //   spec.controlPlaneEndpoint from its address, set once and never changed
 //   (a user-set endpoint is respected and no load balancer is made; a
@@ -54,6 +55,7 @@
 #include "controllers/machine_plan.h"  // kInfrastructureReady
 #include "controllers/reconcile.h"
 #include "harvester/cloud_provider.h"
+#include "harvester/failure_domains.h"
 #include "harvester/load_balancer.h"
 #include "harvester/naming.h"
 #include "kube/object.h"
@@ -163,6 +165,10 @@ struct ClusterObservation {
   // this cluster's id, by name; absent: not found.
   std::map<std::string, PoolView> pools;
   std::optional<LoadBalancerView> lb;
+  // The Harvester hosts (nullopt: not known yet, or not readable), and
+  // whether failure domains are published at all (Context).
+  std::optional<std::vector<harvester::Host>> hosts;
+  bool publish_failure_domains = false;
   bool lb_absence_confirmed = false;  // deletion: a live read found no LoadBalancer
   std::optional<LegacyView> legacy;   // deletion: read once the LoadBalancer is gone
   CloudProviderView cloud_provider;

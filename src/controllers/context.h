@@ -34,6 +34,11 @@ struct Context {
   std::shared_ptr<workload::WorkloadClusters> workloads;
   std::shared_ptr<kube::EventRecorder> recorder;
   std::string management_cluster_id;
+  // Cluster API reads infrastructure clusters under the v1beta2 contract
+  // (it serves cluster.x-k8s.io/v1beta2): status.failureDomains is published.
+  // Under v1beta1 (v1.10) it would read that list as the v1beta1 map, fail,
+  // and stop reconciling the Cluster.
+  bool publish_failure_domains = false;
 };
 
 }  // namespace caphv::controllers

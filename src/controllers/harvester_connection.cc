@@ -63,6 +63,21 @@ void CompactPvc(kube::Object& pvc) {
   pvc = std::move(out);
 }
 
+void CompactHost(kube::Object& node) {
+  kube::Object meta = kube::Object::object();
+  if (auto m = node.find("metadata"); m != node.end() && m->is_object()) {
+    for (const char* k : {"name", "resourceVersion"}) {
+      if (auto v = m->find(k); v != m->end()) meta[k] = std::move(*v);
+    }
+    if (auto l = m->find("labels"); l != m->end() && l->is_object()) {
+      if (auto z = l->find(std::string(harvester::kZoneLabel)); z != l->end()) {
+        meta["labels"][std::string(harvester::kZoneLabel)] = std::move(*z);
+      }
+    }
+  }
+  node = {{"metadata", std::move(meta)}};
+}
+
 void CompactManagedSecret(kube::Object& secret) {
   if (secret.value("type", "") == kServiceAccountTokenType) return;
   secret.erase("data");
@@ -92,6 +107,7 @@ Connection::Connection(std::shared_ptr<kube::Client> client, std::string kubecon
   secrets_ = make(kube::resources::kSecrets, ManagedSelector(), CompactManagedSecret);
   pools_ = make(harvester::kIPPools, "");
   pvcs_ = make(kube::resources::kPersistentVolumeClaims, "", CompactPvc);
+  hosts_ = make(kube::resources::kNodes, "", CompactHost);
 
   auto machine = [this](const kube::Object& o) {
     if (auto r = OwnerOf(o); r && callbacks_.machine_event) callbacks_.machine_event(*r);
@@ -119,15 +135,31 @@ Connection::Connection(std::shared_ptr<kube::Client> client, std::string kubecon
   kube::EventHandler pvc_deleted;
   pvc_deleted.on_delete = [this](const kube::DeletedObject& d) { WakePvcWaiters(d.key); };
   pvcs_->AddEventHandler(std::move(pvc_deleted));
+  kube::EventHandler hosts_changed;
+  // The initial list too: a cluster that looked before it synced waits for it.
+  hosts_changed.on_add = [this](const kube::ObjectPtr&, bool) { WakeHostWatchers(); };
+  hosts_changed.on_update = [this](const kube::ObjectPtr& old_obj, const kube::ObjectPtr& obj) {
+    if (Str(*old_obj, {"metadata", "labels", std::string(harvester::kZoneLabel)}) !=
+        Str(*obj, {"metadata", "labels", std::string(harvester::kZoneLabel)})) {
+      WakeHostWatchers();
+    }
+  };
+  hosts_changed.on_delete = [this](const kube::DeletedObject&) { WakeHostWatchers(); };
+  hosts_->AddEventHandler(std::move(hosts_changed));
 }
 
 std::vector<kube::Informer*> Connection::Informers() const {
   return {vms_.get(), vmis_.get(), lbs_.get(), secrets_.get(), pools_.get(), pvcs_.get()};
 }
 
-Connection::~Connection() { kube::StopInformers(Informers()); }
+Connection::~Connection() {
+  auto informers = Informers();
+  informers.push_back(hosts_.get());
+  kube::StopInformers(informers);
+}
 
 kube::Status Connection::Start(const std::stop_token& stop) {
+  hosts_->Start();
   for (auto* i : Informers()) i->Start();
   for (auto* i : Informers()) {
     if (!i->WaitForSync(kHarvesterSyncTimeout, stop)) {
@@ -194,6 +226,31 @@ void Connection::WakePvcWaiters(const std::string& pvc_key) {
   }
   if (!callbacks_.machine_event) return;
   for (const auto& key : waiters) callbacks_.machine_event(kube::Request::FromKey(key));
+}
+
+std::optional<std::vector<harvester::Host>> Connection::hosts() const {
+  if (!hosts_->HasSynced()) return std::nullopt;
+  std::vector<harvester::Host> out;
+  for (const auto& n : hosts_->store().List()) {
+    out.push_back(
+        {kube::NameOf(*n), Str(*n, {"metadata", "labels", std::string(harvester::kZoneLabel)})});
+  }
+  return out;
+}
+
+void Connection::WatchHosts(const kube::Request& cluster) {
+  std::lock_guard lock(mu_);
+  host_watchers_.insert(cluster.Key());
+}
+
+void Connection::WakeHostWatchers() {
+  std::set<std::string> watchers;
+  {
+    std::lock_guard lock(mu_);
+    watchers = host_watchers_;
+  }
+  if (!callbacks_.cluster_event) return;
+  for (const auto& key : watchers) callbacks_.cluster_event(kube::Request::FromKey(key));
 }
 
 void Connection::WakePoolWaiters() {

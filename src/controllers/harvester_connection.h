@@ -21,6 +21,11 @@
 //   PVC deleted                           -> machine_event of each WaitForDeletion() waiter
 // So reconcilers read Harvester state from caches and never poll.
 //
+// The Harvester hosts (Nodes) are watched too, for failure domains
+// (harvester/failure_domains.h): a change of the set of hosts or of a host's
+// zone enqueues every HarvesterCluster that read them (WatchHosts). Their
+// watch is best-effort: an identity without `list nodes` still connects.
+//
 // Memory: the Secret cache drops `data`/`stringData` except for
 // service-account tokens (their token and ca.crt are read); the PVC cache
 // keeps name, namespace, uid, labels, annotations, deletionTimestamp and
@@ -51,6 +56,7 @@
 #include <string>
 #include <vector>
 
+#include "harvester/failure_domains.h"
 #include "kube/client.h"
 #include "kube/controller.h"
 #include "kube/credential_expiry.h"
@@ -105,6 +111,12 @@ class Connection {
   const kube::Store& pools() const { return pools_->store(); }
   // Every PVC (metadata only).
   const kube::Store& pvcs() const { return pvcs_->store(); }
+  // The Harvester hosts (its Nodes, name and zone only) for failure-domain
+  // discovery; nullopt until their watch has synced (an identity that may
+  // not list Nodes never syncs it: the rest of the connection works).
+  std::optional<std::vector<harvester::Host>> hosts() const;
+  // `cluster` reads the hosts: a host added, removed or re-zoned enqueues it.
+  void WatchHosts(const kube::Request& cluster);
 
   // Starts the informers and waits for them to sync (bounded by
   // kHarvesterSyncTimeout); Cancelled when `stop` is requested first.
@@ -125,6 +137,7 @@ class Connection {
 
  private:
   void WakePoolWaiters();
+  void WakeHostWatchers();
   void WakePvcWaiters(const std::string& pvc_key);
   std::vector<kube::Informer*> Informers() const;
 
@@ -133,10 +146,13 @@ class Connection {
   std::optional<kube::CredentialExpiry> identity_expiry_;
   ConnectionCallbacks callbacks_;
   std::shared_ptr<kube::Informer> vms_, vmis_, lbs_, secrets_, pools_, pvcs_;
+  // Not among Informers(): Start() does not wait for it.
+  std::shared_ptr<kube::Informer> hosts_;
   std::mutex mu_;
   std::set<std::string> namespaces_;                          // guarded by mu_
   std::set<std::string> pool_waiters_;                        // request keys; guarded by mu_
   std::map<std::string, std::set<std::string>> pvc_waiters_;  // PVC key -> request keys; mu_
+  std::set<std::string> host_watchers_;                       // cluster request keys; mu_
 };
 
 // Informer transforms of Connection, exposed for tests.
@@ -146,6 +162,9 @@ void CompactPvc(kube::Object& pvc);
 // Secret: drops data and stringData unless the type is
 // kubernetes.io/service-account-token.
 void CompactManagedSecret(kube::Object& secret);
+// Node (a Harvester host): keeps metadata.{name,resourceVersion} and the
+// topology.kubernetes.io/zone label only.
+void CompactHost(kube::Object& node);
 
 // A connection failure with the reason to report.
 struct ConnectionError {

@@ -35,6 +35,10 @@ VmView ViewOfVm(const kube::Object& vm, const harvester::ClusterIdentity& identi
           c.value("status", "") == "False") {
         v.not_synchronized = c.value("message", "");
       }
+      if (c.is_object() && c.value("type", "") == "PodScheduled" &&
+          c.value("status", "") == "False") {
+        v.unschedulable = c.value("message", "");
+      }
     }
   }
   v.cloud_init_secret = harvester::CloudInitSecretOf(vm);

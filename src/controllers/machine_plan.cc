@@ -36,9 +36,8 @@ class Planner {
     SyncPaused(conditions_, obs_.paused);
     if (!obs_.paused) {
       // The v1beta2 contract's status.failureDomain: where the machine is.
-      plan_.status.failure_domain = obs_.machine_failure_domain.empty()
-                                        ? obs_.hm.spec.failure_domain
-                                        : obs_.machine_failure_domain;
+      plan_.status.failure_domain = harvester::EffectiveFailureDomain(obs_.machine_failure_domain,
+                                                                      obs_.hm.spec.failure_domain);
     }
     if (obs_.paused) {
       plan_.wait = Wait::ForEvent("paused");
@@ -306,6 +305,12 @@ class Planner {
     vi.control_plane = obs_.control_plane;
     vi.spec = obs_.hm.spec;
     vi.images = in.images;
+    if (const std::string domain = harvester::EffectiveFailureDomain(obs_.machine_failure_domain,
+                                                                     obs_.hm.spec.failure_domain);
+        !domain.empty()) {
+      vi.failure_domain = harvester::RequirementOfDomain(
+          obs_.hc ? obs_.hc->status.failure_domains : std::vector<api::FailureDomain>{}, domain);
+    }
     auto vm = harvester::BuildVirtualMachine(vi);
     if (!vm.ok()) return fail("InvalidMachineSpec", vm.status().message());
     (*vm)["metadata"]["annotations"][std::string(harvester::kAnnotationOwner)] = obs_.key;
@@ -349,6 +354,18 @@ class Planner {
                  (vm.not_synchronized.empty() ? std::string() : ": " + vm.not_synchronized),
              true);
         return WaitForEvent("the VM's volumes");
+      }
+      if (vm.printable_status == "ErrorUnschedulable") {
+        // No Harvester host takes it (its failure domain, node affinity, or
+        // cordoned hosts): said, and looked at again when KubeVirt says more.
+        const std::string domain = harvester::EffectiveFailureDomain(obs_.machine_failure_domain,
+                                                                     obs_.hm.spec.failure_domain);
+        Mark(kVmProvisioningReady, false, "VMUnschedulable",
+             "no Harvester host can run the VM " + ns_ + "/" + name_ +
+                 (domain.empty() ? std::string() : " in failure domain " + domain) +
+                 (vm.unschedulable.empty() ? std::string() : ": " + vm.unschedulable),
+             true);
+        return WaitForEvent("a Harvester host for the VM");
       }
       Mark(kVmProvisioningReady, false, "VMProvisioning", std::move(why));
       return WaitForEvent("the VM to run");

@@ -104,6 +104,7 @@ struct VmView {
   // Synchronized=False condition); "" when it has none.
   std::string printable_status;
   std::string not_synchronized;
+  std::string unschedulable;      // the message of its PodScheduled=False condition
   std::string cloud_init_secret;  // the Secret its cloud-init volume names
   bool deleting = false;
   bool pvcs_marked_for_removal = false;  // or it lists no PVC

@@ -199,6 +199,7 @@ kube::StatusOr<std::unique_ptr<Controllers>> Controllers::New(std::shared_ptr<ku
   kube::GroupVersionResource capi_clusters = harvester::kCapiClusters;
   kube::GroupVersionResource capi_machines = harvester::kCapiMachines;
   capi_clusters.version = capi_machines.version = impl->capi_version;
+  ctx.publish_failure_domains = impl->capi_version == "v1beta2";
   ctx.clusters = informer(capi_clusters, true, false);
   ctx.machines = informer(capi_machines, true, false);
   {

@@ -224,6 +224,23 @@ kube::StatusOr<Object> BuildVirtualMachine(const VmInputs& in) {
   if (spec.node_affinity.is_object() && !spec.node_affinity.empty()) {
     affinity["nodeAffinity"] = spec.node_affinity.json();
   }
+  if (in.failure_domain) {
+    // Pinned to its failure domain: the requirement joins every term the
+    // user wrote (terms are ORed), so both hold.
+    const Object requirement = {{"key", in.failure_domain->key},
+                                {"operator", "In"},
+                                {"values", Object::array({in.failure_domain->value})}};
+    Object& required = affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"];
+    if (!required.is_object()) required = Object::object();
+    Object& terms = required["nodeSelectorTerms"];
+    if (!terms.is_array() || terms.empty()) terms = Object::array({Object::object()});
+    for (Object& term : terms) {
+      if (!term.is_object()) term = Object::object();
+      Object& exprs = term["matchExpressions"];
+      if (!exprs.is_array()) exprs = Object::array();
+      exprs.push_back(requirement);
+    }
+  }
   if (spec.workload_affinity.is_object() && !spec.workload_affinity.empty()) {
     affinity["podAffinity"] = spec.workload_affinity.json();
   }

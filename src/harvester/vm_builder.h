@@ -21,10 +21,12 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "api/harvester_machine.h"
+#include "harvester/failure_domains.h"
 #include "harvester/naming.h"
 #include "kube/object.h"
 #include "kube/status.h"
@@ -61,6 +63,8 @@ struct VmInputs {
   ResourcePolicy resources;
   // Optional fixed MAC per network (same order as spec.networks).
   std::vector<std::string> mac_addresses;
+  // The failure domain it is pinned to (harvester/failure_domains.h).
+  std::optional<NodeRequirement> failure_domain;
 };
 
 // Labels of the VM (metadata and template): cluster labels, role, Harvester

@@ -206,7 +206,8 @@ Object E2ETest::MachineSpec() {
           {"networks", Object::array({"default/vlan100"})}};
 }
 
-void E2ETest::CreateMachine(const std::string& name, bool control_plane, const Object& spec) {
+void E2ETest::CreateMachine(const std::string& name, bool control_plane, const Object& spec,
+                            const std::string& failure_domain) {
   Object labels = {{kClusterNameLabel, cluster_}};
   if (control_plane) labels[kControlPlaneLabel] = "";
   Object hm = {{"apiVersion", "infrastructure.cluster.x-k8s.io/v1alpha1"},
@@ -228,6 +229,7 @@ void E2ETest::CreateMachine(const std::string& name, bool control_plane, const O
           {"kind", "HarvesterMachine"},
           {"name", name},
           {"namespace", ns()}}}}}};
+  if (!failure_domain.empty()) machine["spec"]["failureDomain"] = failure_domain;
   r = mgmt_->Create(kMachines, ns(), machine);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
 }

@@ -306,7 +306,7 @@ class E2ETest : public ::testing::Test {
 
   // A standalone Machine and its HarvesterMachine, both named `name`.
   void CreateMachine(const std::string& name, bool control_plane,
-                     const Object& spec = MachineSpec());
+                     const Object& spec = MachineSpec(), const std::string& failure_domain = "");
 
   // Workers: a HarvesterMachineTemplate and a MachineDeployment, both named
   // `name`.

@@ -89,12 +89,16 @@ class TopologyFixture : public E2ETest {
     const std::string kubectl =
         "kubectl --kubeconfig '" + Testbed::Get().KubeconfigPath(caphv::testing::kMgmt) + "' ";
     std::string applied = file;
-    if (Rke2ApiVersion() != "v1beta1") {
-      // What `caphv generate --rke2-api-version v1beta2` makes of the class (a
-      // user of the RKE2 providers v0.22+ moves any class so: Cluster API
-      // v1.11+ reads the templates at the refs' apiVersion).
-      auto docs = api::ParseYaml(ReadWholeFile(file));
-      ASSERT_TRUE(docs.ok()) << docs.status().ToString();
+    auto docs = api::ParseYaml(ReadWholeFile(file));
+    ASSERT_TRUE(docs.ok()) << docs.status().ToString();
+    std::set<std::string> versions;
+    for (const auto& d : *docs) versions.merge(generate::Rke2ApiVersionsIn(d));
+    if (versions != std::set<std::string>{Rke2ApiVersion()}) {
+      // What `caphv generate --rke2-api-version` makes of the class: the API
+      // the bed's RKE2 providers serve (a user of the RKE2 providers v0.22+
+      // moves any class so: Cluster API v1.11+ reads the templates at the
+      // refs' apiVersion; upstream v0.10's class, at v1beta2, runs on v0.21
+      // at v1beta1).
       generate::UseRke2ApiVersion(*docs, Rke2ApiVersion());
       applied = Testbed::Get().dir() + "/clusterclass-" + ns() + ".yaml";
       std::ofstream(applied) << generate::ToYamlStream(*docs);
@@ -411,6 +415,43 @@ class TopologyFixture : public E2ETest {
         },
         kWait, kPoll))
         << etcd.Describe();
+    ExpectServersSpreadOverZones(*machines);
+  }
+
+  // Under Cluster API v1.11+ the three servers are in three failure domains
+  // (the zones of the simulated Harvester's hosts), each VM on a host of its
+  // machine's zone and each HarvesterMachine reporting it; under v1.10 none
+  // is published and none is used.
+  void ExpectServersSpreadOverZones(const std::vector<Object>& machines) {
+    std::map<std::string, std::string> zone_of_host;
+    auto hosts = harvester_->List({"", "v1", "nodes", false}, "");
+    ASSERT_TRUE(hosts.ok()) << hosts.status().ToString();
+    for (const auto& h : hosts->items) {
+      zone_of_host[NameOf(h)] = Str(h, "/metadata/labels/topology.kubernetes.io~1zone");
+    }
+    std::set<std::string> domains;
+    for (const auto& m : machines) {
+      if (!m["metadata"].value("labels", Object::object()).contains(kControlPlaneLabel)) continue;
+      const std::string name = Str(m, "/spec/infrastructureRef/name");
+      SCOPED_TRACE(name);
+      const std::string domain = Str(m, "/spec/failureDomain");
+      auto hm = HarvesterMachine(name);
+      ASSERT_TRUE(hm);
+      EXPECT_EQ(Str(*hm, "/status/failureDomain"), domain);
+      auto vmi = harvester_->Get(kVirtualMachineInstances, target_ns_, name);
+      ASSERT_TRUE(vmi.ok()) << vmi.status().ToString();
+      const std::string host = Str(*vmi, "/status/nodeName");
+      if (CapiGeneration() == "1.10") {
+        EXPECT_TRUE(domain.empty()) << domain;
+      } else {
+        EXPECT_EQ(zone_of_host[host], domain) << "VMI on " << host;
+        domains.insert(domain);
+      }
+    }
+    if (CapiGeneration() != "1.10") {
+      EXPECT_EQ(domains, (std::set<std::string>{"zone-a", "zone-b", "zone-c"}))
+          << MachinesSummary();
+    }
   }
 
   // `clusterctl describe cluster` of the bed's Cluster API release (its

@@ -1,11 +1,18 @@
-// End-to-end drop-in check: the Go provider v0.2.9's own ClusterClass
+// End-to-end drop-in check: the Go provider's own ClusterClass
 // `harvester-rke2` (templates/clusterclass/rke2/clusterclass-harvester-rke2.yaml
 // of its release archive, read from the archive at test time) works with
-// CAPHV as it is: the same topology Cluster as topology_test.cc (one control
-// plane, two workers, the class's variables) provisions — Machines running,
-// Nodes initialised by CAPHV, the Cluster's endpoint the load balancer's
-// address — and deleting it leaves nothing on Harvester, in the pools or in
-// the workload cluster.
+// CAPHV as it is, for both generations of its users:
+// - v0.2.9's (HarvesterMachineTemplates at v1alpha1, the RKE2 providers at
+//   v1beta1);
+// - v0.10.1's (at v1beta1, the RKE2 providers at v1beta2, the cisProfile and
+//   fipsRequired variables left at their defaults).
+// The same topology Cluster as topology_test.cc (one control plane, two
+// workers, the class's variables) provisions — Machines running, Nodes
+// initialised by CAPHV, the Cluster's endpoint the load balancer's address —
+// v0.10.1's then scales its workers to three, and deleting it leaves nothing
+// on Harvester, in the pools or in the workload cluster. The class's RKE2
+// refs are moved to the API the bed's RKE2 providers serve, as
+// `caphv generate --rke2-api-version` does.
 //
 // Upstream's HarvesterClusterTemplate carries the placeholder endpoint
 // 0.0.0.0:6443, which the Cluster API topology controller re-applies after
@@ -14,9 +21,10 @@
 // ever copy the address and the HarvesterCluster's spec settles
 // (docs/differences.md, "The control-plane endpoint").
 //
-// The archive: $CAPHV_GO_PROVIDER_SOURCE (the archive or its unpacked tree),
-// else $CAPHV_THIRD_PARTY/, else ../shared/third_party/ next to the checkout;
-// without it the test is skipped, saying so.
+// The archives: $CAPHV_GO_PROVIDER_SOURCE (v0.2.9's archive or its unpacked
+// tree; v0.10.1's is looked for next to it), else $CAPHV_THIRD_PARTY/, else
+// ../shared/third_party/ next to the checkout; without one the test is
+// skipped, saying so.
 
 #include <cstdlib>
 #include <filesystem>
@@ -30,8 +38,14 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr char kArchive[] = "cluster-api-provider-harvester-v0.2.9.tar.gz";
-constexpr char kTopDir[] = "cluster-api-provider-harvester-v0.2.9";
+struct Release {
+  const char* archive;
+  const char* top_dir;
+};
+constexpr Release kV029{"cluster-api-provider-harvester-v0.2.9.tar.gz",
+                        "cluster-api-provider-harvester-v0.2.9"};
+constexpr Release kV0101{"cluster-api-provider-harvester-v0.10.1.tar.gz",
+                         "cluster-api-provider-harvester-v0.10.1"};
 constexpr char kClassFile[] = "templates/clusterclass/rke2/clusterclass-harvester-rke2.yaml";
 const GroupVersionResource kHarvesterClusterTemplates{"infrastructure.cluster.x-k8s.io", "v1alpha1",
                                                       "harvesterclustertemplates", true};
@@ -45,20 +59,23 @@ class TopologyUpstreamClassTest : public TopologyFixture {
     if (!work_.empty()) fs::remove_all(work_);
   }
 
-  // Upstream's ClusterClass file, unpacked from the archive into a work
-  // folder of the bed; nullopt (and `looked_at` says where) when absent.
-  std::optional<std::string> UpstreamClassFile(std::string* looked_at) {
+  // Upstream's ClusterClass file of `release`, unpacked from the archive into
+  // a work folder of the bed; nullopt (and `skip` says why) when absent.
+  std::optional<std::string> UpstreamClassFile(const Release& release, std::string* skip) {
     fs::path where;
+    const bool v029 = release.archive == kV029.archive;
     if (const char* env = std::getenv("CAPHV_GO_PROVIDER_SOURCE"); env && *env) {
-      where = env;
+      where = v029 ? fs::path(env) : fs::path(env).parent_path() / release.archive;
     } else if (const char* dir = std::getenv("CAPHV_THIRD_PARTY"); dir && *dir) {
-      where = fs::path(dir) / kArchive;
+      where = fs::path(dir) / release.archive;
     } else {
-      where = fs::path(caphv::testing::SourcePath("..")) / "shared" / "third_party" / kArchive;
+      where =
+          fs::path(caphv::testing::SourcePath("..")) / "shared" / "third_party" / release.archive;
     }
-    *looked_at = where.string();
+    *skip = std::string("the Go provider's archive (") + release.archive + ") is not at " +
+            where.string() + "; set CAPHV_GO_PROVIDER_SOURCE or CAPHV_THIRD_PARTY to run this test";
     if (fs::is_directory(where)) {
-      for (const auto& root : {where / kTopDir, where}) {
+      for (const auto& root : {where / release.top_dir, where}) {
         if (fs::is_regular_file(root / kClassFile)) return (root / kClassFile).string();
       }
       return std::nullopt;
@@ -67,7 +84,7 @@ class TopologyUpstreamClassTest : public TopologyFixture {
     work_ = Testbed::Get().dir() + "/work-" + ns();
     fs::create_directories(work_);
     std::string out;
-    const std::string member = std::string(kTopDir) + "/" + kClassFile;
+    const std::string member = std::string(release.top_dir) + "/" + kClassFile;
     if (caphv::testing::RunCommand(
             "tar -xzf '" + where.string() + "' -C '" + work_ + "' '" + member + "' 2>&1", &out) !=
         0) {
@@ -77,21 +94,38 @@ class TopologyUpstreamClassTest : public TopologyFixture {
     return work_ + "/" + member;
   }
 
+  // Provisions the topology Cluster with `class_file`, checks it, scales its
+  // workers to three when `scale`, deletes it.
+  void ProvisionScaleAndDelete(const std::string& class_file, bool scale);
+
   std::string work_;
 };
 
 TEST_F(TopologyUpstreamClassTest, GoProvidersClusterClassProvisionsAndIsDeleted) {
-  std::string looked_at;
-  const auto class_file = UpstreamClassFile(&looked_at);
+  std::string skip;
+  const auto class_file = UpstreamClassFile(kV029, &skip);
   if (!class_file) {
-    if (HasFailure()) return;
-    GTEST_SKIP() << "the Go provider's archive (" << kArchive << ") is not at " << looked_at
-                 << "; set CAPHV_GO_PROVIDER_SOURCE or CAPHV_THIRD_PARTY to run this test";
+    if (!HasFailure()) GTEST_SKIP() << skip;
+    return;
   }
+  ProvisionScaleAndDelete(*class_file, false);
+}
+
+TEST_F(TopologyUpstreamClassTest, UpstreamV010ClusterClassProvisionsScalesAndIsDeleted) {
+  std::string skip;
+  const auto class_file = UpstreamClassFile(kV0101, &skip);
+  if (!class_file) {
+    if (!HasFailure()) GTEST_SKIP() << skip;
+    return;
+  }
+  ProvisionScaleAndDelete(*class_file, true);
+}
+
+void TopologyUpstreamClassTest::ProvisionScaleAndDelete(const std::string& class_file, bool scale) {
   ASSERT_NO_FATAL_FAILURE(StartManagerWithWebhooks());
   ExpectCleanWorkload();
   const Pool pool = CreatePool(8);
-  ApplyClusterClass(*class_file, "harvester-rke2");
+  ApplyClusterClass(class_file, "harvester-rke2");
   // It is upstream's class: its cluster template has the placeholder endpoint.
   auto hct = mgmt_->Get(kHarvesterClusterTemplates, ns(), "harvester-rke2-cluster");
   ASSERT_TRUE(hct.ok()) << hct.status().ToString();
@@ -172,8 +206,16 @@ TEST_F(TopologyUpstreamClassTest, GoProvidersClusterClassProvisionsAndIsDeleted)
     return cm.ok() && (*cm)["data"].value(kAddonKey, "").find("cloud-config") != std::string::npos;
   })) << "no cloud-config in the addon ConfigMap";
 
+  size_t machine_count = 3;
+  if (scale) {
+    ScaleWorkers(3);
+    machine_count = WaitForInitialisedNodes(4).size();
+    ASSERT_EQ(machine_count, 4u);
+    std::cout << "scaled to 3 workers after " << SecondsSinceStart() << " s\n";
+  }
+
   // Deleting the Cluster leaves nothing.
-  ASSERT_EQ(CloudInitSecrets(), 3u);
+  ASSERT_EQ(CloudInitSecrets(), machine_count);
   DeleteClusterExpectingNothingLeft();
   std::cout << "deleted, nothing left, after " << SecondsSinceStart() << " s\n";
 }

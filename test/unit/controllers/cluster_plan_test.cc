@@ -175,6 +175,39 @@ TEST(ClusterPlanTest, TheLoadBalancerAddressBecomesTheEndpointOnceThenTheCluster
   EXPECT_TRUE(PlanCluster(o).events.empty());
 }
 
+// Under the v1beta2 contract the cluster publishes the failure domains of
+// its Harvester hosts, and keeps what it reported while they are unknown.
+TEST(ClusterPlanTest, FailureDomainsComeFromTheHarvesterHosts) {
+  auto o = Base();
+  o.lb = ReadyLb();
+  o.hc.spec.control_plane_endpoint = api::APIEndpoint{"10.8.0.5", 6443};
+  o.publish_failure_domains = true;
+  o.hosts = std::vector<harvester::Host>{{"h1", "zone-a"}, {"h2", "zone-b"}, {"h3", "zone-c"}};
+  auto p = PlanCluster(o);
+  ASSERT_EQ(p.status.failure_domains.size(), 3u);
+  EXPECT_EQ(p.status.failure_domains[1].name, "zone-b");
+  EXPECT_EQ(p.status.failure_domains[1].control_plane, true);
+  EXPECT_EQ(p.status.failure_domains[1].attributes.at("topologyKey"),
+            "topology.kubernetes.io/zone");
+
+  // Hosts not known (a restart, an identity that may not list Nodes): kept.
+  o.hc.status = p.status;
+  o.hosts.reset();
+  EXPECT_EQ(PlanCluster(o).status.failure_domains, o.hc.status.failure_domains);
+
+  // A host joins without a zone: one domain per host.
+  o.hosts = std::vector<harvester::Host>{{"h1", "zone-a"}, {"h4", ""}};
+  p = PlanCluster(o);
+  ASSERT_EQ(p.status.failure_domains.size(), 2u);
+  EXPECT_EQ(p.status.failure_domains[1].name, "h4");
+
+  // Cluster API v1.10 (v1beta1 contract) would read the list as its map and
+  // fail: nothing is published, and what was is taken back.
+  o.hc.status = p.status;
+  o.publish_failure_domains = false;
+  EXPECT_TRUE(PlanCluster(o).status.failure_domains.empty());
+}
+
 TEST(ClusterPlanTest, TheEndpointIsNeverChangedOnceSet) {
   auto o = Base();
   o.hc.spec.control_plane_endpoint = api::APIEndpoint{"10.8.0.5", 6443};

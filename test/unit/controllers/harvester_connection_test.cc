@@ -43,6 +43,17 @@ TEST(CompactPvcTest, KeepsOnlyTheMetadataRead) {
   EXPECT_EQ(kube::KeyOf(pvc), "hv/vm-disk-0-abc");
 }
 
+TEST(CompactHostTest, KeepsTheNameAndZoneOnly) {
+  kube::Object node = kube::Object::parse(R"({"apiVersion": "v1", "kind": "Node",
+      "metadata": {"name": "h1", "resourceVersion": "7", "uid": "u",
+        "labels": {"topology.kubernetes.io/zone": "zone-a", "kubernetes.io/os": "linux"},
+        "annotations": {"a": "b"}},
+      "spec": {"podCIDR": "10.52.0.0/24"}, "status": {"capacity": {"cpu": "64"}}})");
+  CompactHost(node);
+  EXPECT_EQ(node, kube::Object::parse(R"({"metadata": {"name": "h1", "resourceVersion": "7",
+      "labels": {"topology.kubernetes.io/zone": "zone-a"}}})"));
+}
+
 TEST(CompactManagedSecretTest, DropsDataExceptForTokens) {
   Object cloud_init = {{"type", "Opaque"},
                        {"metadata", {{"name", "vm-cloud-init"}, {"namespace", "hv"}}},

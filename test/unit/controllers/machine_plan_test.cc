@@ -476,6 +476,55 @@ TEST(MachinePlanTest, AVmHeldForItsVolumesSaysWhy) {
   EXPECT_EQ(Reason(PlanMachine(o), kVmProvisioningReady), "VMProvisioning");
 }
 
+// Cluster API put the Machine in a failure domain the cluster publishes: the
+// VM is pinned there by the domain's node label, and the machine reports it.
+TEST(MachinePlanTest, AMachineInAFailureDomainGetsAVmPinnedToIt) {
+  auto o = Base(false);
+  o.hc->status.failure_domains =
+      harvester::FailureDomainsOfHosts({{"h1", "zone-a"}, {"h2", "zone-b"}});
+  o.machine_failure_domain = "zone-b";
+  o.hm.spec.failure_domain = "zone-a";  // the Machine's wins
+  o.inputs = Inputs();
+  auto p = PlanMachine(o);
+  ASSERT_TRUE(p.action);
+  ASSERT_EQ(p.action->kind, ActionKind::kApplyCloudInitSecret);
+  o.cloud_init_secret = SecretView{
+      true, p.action->body["metadata"]["annotations"][std::string(kAnnotationContentHash)]};
+  p = PlanMachine(o);
+  ASSERT_TRUE(p.action);
+  ASSERT_EQ(p.action->kind, ActionKind::kCreateVm);
+  EXPECT_EQ(p.action->body["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]
+                          ["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"],
+            Object::parse(R"([{"matchExpressions": [{"key": "topology.kubernetes.io/zone",
+                "operator": "In", "values": ["zone-b"]}]}])"));
+  EXPECT_EQ(p.status.failure_domain, "zone-b");
+}
+
+// No host takes the VM: the machine says why in KubeVirt's words, with a
+// warning, and waits for KubeVirt to say more.
+TEST(MachinePlanTest, AnUnschedulableVmSaysWhy) {
+  auto o = Base(false);
+  o.vm = OurVm();
+  o.vm->printable_status = "ErrorUnschedulable";
+  o.vm->unschedulable =
+      "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector.";
+  o.hm.spec.provider_id = "harvester://vm-uid";
+  o.vmi = VmiView{"Scheduling", {}};
+  o.machine_failure_domain = "zone-x";
+  auto p = PlanMachine(o);
+  EXPECT_FALSE(p.action);
+  EXPECT_EQ(Reason(p, kVmProvisioningReady), "VMUnschedulable");
+  EXPECT_EQ(Cond(p, kVmProvisioningReady)->message,
+            "no Harvester host can run the VM guests/m-0 in failure domain zone-x: 0/3 nodes are "
+            "available: 3 node(s) didn't match Pod's node affinity/selector.");
+  ASSERT_EQ(p.events.size(), 1u);
+  EXPECT_TRUE(p.events[0].warning);
+  EXPECT_EQ(p.wait.kind, Wait::Kind::kEvent);
+
+  o.vm->printable_status = "Starting";  // a host took it
+  EXPECT_EQ(Reason(PlanMachine(o), kVmProvisioningReady), "VMProvisioning");
+}
+
 TEST(MachinePlanTest, OnceTheControlPlaneIsInitializedClusterApiWatchesTheNodes) {
   auto o = Base(false);
   o.vm = OurVm();

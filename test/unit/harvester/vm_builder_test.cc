@@ -271,6 +271,40 @@ TEST(VmBuilderTest, UserAffinityIsCopied) {
   EXPECT_FALSE(vm["spec"]["template"]["spec"]["affinity"].contains("podAffinity"));
 }
 
+TEST(VmBuilderTest, AFailureDomainJoinsEveryTermTheUserWrote) {
+  VmInputs in = WorkerInputs();
+  in.spec.node_affinity = Object::parse(R"({"requiredDuringSchedulingIgnoredDuringExecution":
+      {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "gpu", "operator": "Exists"}]},
+        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["h9"]}]}]},
+      "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 1, "preference":
+        {"matchExpressions": [{"key": "ssd", "operator": "Exists"}]}}]})");
+  in.failure_domain = NodeRequirement{"topology.kubernetes.io/zone", "zone-b"};
+  const Object pin = Object::parse(
+      R"({"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["zone-b"]})");
+  Object na = Build(in)["spec"]["template"]["spec"]["affinity"]["nodeAffinity"];
+  const Object& terms = na["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"];
+  ASSERT_EQ(terms.size(), 2u);
+  Object first = Object::parse(R"([{"key": "gpu", "operator": "Exists"}])");
+  first.push_back(pin);
+  EXPECT_EQ(terms[0]["matchExpressions"], first);
+  EXPECT_EQ(terms[1]["matchExpressions"], Object::array({pin}));
+  EXPECT_EQ(terms[1]["matchFields"][0]["values"][0], "h9");
+  // Preferences are the user's alone.
+  EXPECT_EQ(na["preferredDuringSchedulingIgnoredDuringExecution"],
+            in.spec.node_affinity.json()["preferredDuringSchedulingIgnoredDuringExecution"]);
+
+  // No affinity of the user's: one term, the pin.
+  in.spec.node_affinity = {};
+  na = Build(in)["spec"]["template"]["spec"]["affinity"]["nodeAffinity"];
+  EXPECT_EQ(na, Object::parse(R"({"requiredDuringSchedulingIgnoredDuringExecution":
+      {"nodeSelectorTerms": [{"matchExpressions": [
+        {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["zone-b"]}]}]}})"));
+  // No domain: no node affinity at all.
+  in.failure_domain.reset();
+  EXPECT_FALSE(Build(in)["spec"]["template"]["spec"]["affinity"].contains("nodeAffinity"));
+}
+
 TEST(VmBuilderTest, ValidationErrorsNameTheField) {
   auto expect_error = [](VmInputs in, const std::string& field) {
     auto vm = BuildVirtualMachine(in);

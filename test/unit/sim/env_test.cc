@@ -8,9 +8,12 @@
 #include <set>
 
 #include "sim/manifests.h"
+#include "sim/scheduling.h"
 
 namespace caphv::sim {
 namespace {
+
+using kube::Object;
 
 TEST(Manifests, YamlScalarsAreTypedLikeKubernetes) {
   auto docs =
@@ -67,7 +70,7 @@ TEST(Environment, TheVipIsAnnouncedThroughIngressExpose) {
   ASSERT_TRUE(env.ok()) << env.status().ToString();
   auto objects = SeedObjects(*env);
   ASSERT_TRUE(objects.ok());
-  ASSERT_EQ(objects->size(), 1u);
+  ASSERT_EQ(objects->size(), 2u);  // the Service and the one default host
   const auto& svc = objects->front();
   EXPECT_EQ(kube::NamespaceOf(svc), "kube-system");
   EXPECT_EQ(kube::NameOf(svc), "ingress-expose");
@@ -87,7 +90,48 @@ TEST(Environment, AnImageMayShipTheGuestAgent) {
   EXPECT_TRUE(env->images[1].guest_agent);
 }
 
+TEST(Environment, HostsAreNodesLabelledAsHarvesterLabelsThem) {
+  auto env = ParseEnvironment(
+      "networks: [{name: vlan100, clusterNetwork: mgmt}, {name: vlan300, clusterNetwork: data}]\n"
+      "hosts:\n- {name: h1, zone: zone-a}\n- {name: h2, labels: {rack: r7}}\n");
+  ASSERT_TRUE(env.ok()) << env.status().ToString();
+  ASSERT_EQ(env->hosts.size(), 2u);
+  auto objects = SeedObjects(*env);
+  ASSERT_TRUE(objects.ok());
+  std::vector<Object> nodes;
+  for (const auto& o : *objects) {
+    if (o["kind"] == "Node") nodes.push_back(o);
+  }
+  ASSERT_EQ(nodes.size(), 2u);
+  const Object& h1 = nodes[0]["metadata"]["labels"];
+  EXPECT_EQ(h1["kubernetes.io/hostname"], "h1");
+  EXPECT_EQ(h1["topology.kubernetes.io/zone"], "zone-a");
+  EXPECT_EQ(h1["network.harvesterhci.io/mgmt"], "true");
+  EXPECT_EQ(h1["network.harvesterhci.io/data"], "true");
+  const Object& h2 = nodes[1]["metadata"]["labels"];
+  EXPECT_FALSE(h2.contains("topology.kubernetes.io/zone"));
+  EXPECT_EQ(h2["rack"], "r7");
+  EXPECT_EQ(nodes[0]["status"]["conditions"][0]["type"], "Ready");
+  EXPECT_EQ(nodes[0]["status"]["conditions"][0]["status"], "True");
+  EXPECT_TRUE(GvrOf(nodes[0]).ok());
+}
+
+TEST(Environment, WithoutHostsThereIsOneHostInNoZone) {
+  auto env = ParseEnvironment("vip: 10.0.10.5\n");
+  ASSERT_TRUE(env.ok());
+  ASSERT_EQ(env->hosts.size(), 1u);
+  EXPECT_EQ(env->hosts[0].name, kDefaultHostName);
+  EXPECT_TRUE(env->hosts[0].zone.empty());
+  // The default environment has three zones.
+  auto def = LoadEnvironment("");
+  ASSERT_TRUE(def.ok());
+  std::set<std::string> zones;
+  for (const auto& h : def->hosts) zones.insert(h.zone);
+  EXPECT_EQ(zones, (std::set<std::string>{"zone-a", "zone-b", "zone-c"}));
+}
+
 TEST(Environment, RejectsIncompleteEntries) {
+  EXPECT_FALSE(ParseEnvironment("hosts: [{zone: zone-a}]").ok());
   EXPECT_FALSE(ParseEnvironment("images: [{displayName: x}]").ok());
   EXPECT_FALSE(ParseEnvironment("keypairs: [{name: k}]").ok());
   auto empty = ParseEnvironment("");
