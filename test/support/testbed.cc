@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -128,13 +129,38 @@ std::string BuildPath(std::string_view relative) {
 
 std::string SourcePath(std::string_view relative) {
   std::string base = Env("CAPHV_SOURCE_DIR");
-  if (base.empty()) base = ".";
+  if (base.empty()) {
+    // <src>/test/support/testbed.cc, as the compiler was given it (relative
+    // to the build directory under ccache's base_dir).
+    base = std::filesystem::path(__FILE__)
+               .lexically_normal()
+               .parent_path()
+               .parent_path()
+               .parent_path()
+               .string();
+    if (base.empty()) base = ".";
+  }
   return base + "/" + std::string(relative);
 }
 
 std::string ThirdPartyDir() {
   std::string dir = Env("CAPHV_THIRD_PARTY");
   return dir.empty() ? SourcePath("../shared/third_party") : dir;
+}
+
+std::string GoProviderArchive(std::string_view version) {
+  return ThirdPartyDir() + "/cluster-api-provider-harvester-" + std::string(version) + ".tar.gz";
+}
+
+std::optional<std::string> ReadGoProviderFile(std::string_view version, std::string_view member) {
+  const std::string path =
+      "cluster-api-provider-harvester-" + std::string(version) + "/" + std::string(member);
+  std::string out;
+  if (RunCommand("tar -xzOf '" + GoProviderArchive(version) + "' '" + path + "' 2>/dev/null",
+                 &out) != 0) {
+    return std::nullopt;
+  }
+  return out;
 }
 
 std::string UnusedPoolPrefix(kube::Client& harvester, const std::string& first_two_octets) {

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -77,10 +78,17 @@ int RunCommand(const std::string& command, std::string* output = nullptr);
 
 // Path of a built executable: $CAPHV_BUILD_DIR/<relative>.
 std::string BuildPath(std::string_view relative);
-// Path inside the source tree: $CAPHV_SOURCE_DIR/<relative>.
+// Path inside the source tree: $CAPHV_SOURCE_DIR/<relative>, else found
+// from this file's compile-time path.
 std::string SourcePath(std::string_view relative);
 // Where the third-party release archives are: $CAPHV_THIRD_PARTY, else
 // ../shared/third_party next to the source tree.
 std::string ThirdPartyDir();
+// The Go provider's release archive of `version` ("v0.2.9"):
+// ThirdPartyDir()/cluster-api-provider-harvester-<version>.tar.gz.
+std::string GoProviderArchive(std::string_view version);
+// The file `member` (a path inside the release, e.g. "test/e2e/run-e2e.sh")
+// of that archive; nullopt when the archive or the file cannot be read.
+std::optional<std::string> ReadGoProviderFile(std::string_view version, std::string_view member);
 
 }  // namespace caphv::testing

@@ -86,9 +86,6 @@ TEST_F(ApiVersionsTest, AnObjectWrittenAtOneVersionReadsTheSameAtTheOther) {
 }
 
 TEST_F(ApiVersionsTest, UpstreamV010SamplesAreAcceptedAtV1beta1AndLoseNothing) {
-  const fs::path archive =
-      fs::path(ThirdPartyDir()) / "cluster-api-provider-harvester-v0.10.1.tar.gz";
-  const std::string top = "cluster-api-provider-harvester-v0.10.1/";
   int ours = 0;
   // Its kubebuilder samples have no spec (both providers refuse them); these
   // are the manifests it ships for use, clusterctl variables filled in.
@@ -117,11 +114,10 @@ TEST_F(ApiVersionsTest, UpstreamV010SamplesAreAcceptedAtV1beta1AndLoseNothing) {
         "templates/clusterclass/rke2/clusterclass-harvester-rke2-example.yaml",
         "templates/cluster-template-rke2.yaml", "templates/cluster-template-rke2-dhcp.yaml",
         "templates/cluster-template-rke2-stig.yaml"}) {
-    std::string text;
-    ASSERT_EQ(
-        RunCommand("tar -xzOf '" + archive.string() + "' '" + top + file + "' 2>/dev/null", &text),
-        0)
-        << "cannot read " << file << " from " << archive;
+    const auto read = caphv::testing::ReadGoProviderFile("v0.10.1", file);
+    ASSERT_TRUE(read) << "cannot read " << file << " from "
+                      << caphv::testing::GoProviderArchive("v0.10.1");
+    std::string text = *read;
     std::string filled;
     auto last = text.cbegin();
     for (std::sregex_iterator it(text.begin(), text.end(), kVariable), end; it != end; ++it) {

@@ -94,14 +94,10 @@ TEST_F(WebhookTest, DenialHasTheGoProvidersShape) {
 TEST_F(WebhookTest, TheGoProvidersOwnE2eWebhookChecksPass) {
   int checks = 0;
   for (const std::string version : {"v0.2.9", "v0.10.1"}) {
-    const fs::path archive =
-        fs::path(ThirdPartyDir()) / ("cluster-api-provider-harvester-" + version + ".tar.gz");
-    std::string script;
-    ASSERT_EQ(RunCommand("tar -xzOf '" + archive.string() + "' cluster-api-provider-harvester-" +
-                             version + "/test/e2e/run-e2e.sh 2>/dev/null",
-                         &script),
-              0)
-        << "cannot read run-e2e.sh from " << archive;
+    const auto read = caphv::testing::ReadGoProviderFile(version, "test/e2e/run-e2e.sh");
+    ASSERT_TRUE(read) << "cannot read run-e2e.sh from "
+                      << caphv::testing::GoProviderArchive(version);
+    const std::string& script = *read;
     // kubectl_rancher "apply -f - <<'YAML' 2>&1 || true
     // <manifest>
     // YAML")

@@ -34,13 +34,6 @@ namespace {
 namespace fs = std::filesystem;
 using api::Json;
 
-fs::path ThirdParty() {
-  if (const char* env = std::getenv("CAPHV_THIRD_PARTY"); env != nullptr && *env != '\0') {
-    return env;
-  }
-  return testing::SourceDir() / ".." / "shared" / "third_party";
-}
-
 struct Release {
   std::string version;
   std::vector<std::string> api_versions;
@@ -54,15 +47,7 @@ const std::vector<Release>& Releases() {
 
 // One file of a release archive; "" when it cannot be read.
 std::string ReadFromArchive(const Release& release, const std::string& member) {
-  const fs::path archive =
-      ThirdParty() / ("cluster-api-provider-harvester-" + release.version + ".tar.gz");
-  std::string out;
-  const std::string top = "cluster-api-provider-harvester-" + release.version + "/";
-  if (testing::RunCommand("tar -xzOf '" + archive.string() + "' '" + top + member + "' 2>/dev/null",
-                          &out) != 0) {
-    return "";
-  }
-  return out;
+  return testing::ReadGoProviderFile(release.version, member).value_or("");
 }
 
 std::string GoUnquote(const std::string& s) {
@@ -303,7 +288,7 @@ TEST(GoMessagesTest, EveryRefusalOfTheGoProviderComesBackInItsWords) {
         const std::string source = ReadFromArchive(release, member);
         ASSERT_FALSE(source.empty())
             << "cannot read " << member << " from the Go provider " << release.version << " in "
-            << ThirdParty() << " (set CAPHV_THIRD_PARTY to the directory of its "
+            << testing::ThirdPartyDir() << " (set CAPHV_THIRD_PARTY to the directory of its "
             << "release archives)";
         const GoMessages go = Extract(source);
         ASSERT_GE(go.formats.size(), 4u) << release.version << " " << member;
