@@ -8,9 +8,13 @@
 // Security admission file); the cloud-init CAPHV writes on Harvester for
 // each VM creates the etcd user and sets the protect-kernel-defaults sysctls
 // before RKE2 is installed, has RKE2 run with `profile: cis`, and checks no
-// FIPS mode. Deleting the Cluster leaves nothing on Harvester.
+// FIPS mode. Deleting the Cluster leaves nothing on Harvester. With
+// `fipsRequired: true` on an image that does not boot in FIPS mode, the
+// server never joins, and the simulated guest says why.
 
 #include <gmock/gmock.h>
+
+#include <thread>
 
 #include "topology_fixture.h"
 
@@ -145,6 +149,62 @@ TEST_F(ComplianceTest, ACisClusterOfTheClassRunsItsProfileWithTheNodesPrepared) 
       EXPECT_EQ(cc.File(kPssPath), "");
     }
   }
+
+  DeleteClusterExpectingNothingLeft();
+}
+
+// fipsRequired on an image that does not boot in FIPS mode (the bed's
+// ubuntu image; config/harvester-sim/env/default.yaml marks FIPS images
+// `fips: true`): the server's cloud-init stops at the class's guard before
+// installing RKE2, so its Machine never gets a Node, and the simulated guest
+// says why in a Warning Event on its VMI. Deleting the Cluster still leaves
+// nothing.
+TEST_F(ComplianceTest, FipsRequiredOnANonFipsImageNeverJoinsAndSaysWhy) {
+  ExpectCleanWorkload();
+  const Pool pool = CreatePool(4);
+  ApplyClusterClass();
+  CreateAddonConfigMap();
+  Object cluster = TopologyCluster(pool);
+  cluster["spec"]["topology"]["workers"]["machineDeployments"][0]["replicas"] = 0;
+  cluster["spec"]["topology"]["variables"].push_back({{"name", "fipsRequired"}, {"value", true}});
+  CreateCluster(cluster);
+
+  // The server's VM runs; its guest stops before RKE2.
+  std::string vm, why;
+  const bool warned = Eventually(
+      [&] {
+        const auto hms = HarvesterMachines();
+        if (hms.size() != 1) return false;
+        vm = NameOf(hms[0]);
+        kube::ListOptions opts;
+        opts.field_selector = "involvedObject.name=" + vm;
+        auto events = harvester_->List(kube::resources::kEvents, target_ns_, opts);
+        if (!events.ok()) return false;
+        for (const auto& e : events->items) {
+          if (e.value("type", "") == "Warning" && e.value("reason", "") == "RKE2NotInstalled") {
+            why = e.value("message", "");
+            return true;
+          }
+        }
+        return false;
+      },
+      kWait, kPoll);
+  ASSERT_TRUE(warned) << MachinesSummary();
+  EXPECT_THAT(why, HasSubstr("/proc/sys/crypto/fips_enabled is 0")) << why;
+  EXPECT_THAT(why, HasSubstr("FIPS mode required but not enabled on this node image")) << why;
+  auto secret = harvester_->Get(kSecrets, target_ns_, vm + "-cloud-init");
+  ASSERT_TRUE(secret.ok()) << secret.status().ToString();
+  EXPECT_THAT(kube::Base64Decode(Str(*secret, "/data/userdata")).value_or(""),
+              HasSubstr("/proc/sys/crypto/fips_enabled"));
+
+  // ... and never joins: no nodeRef, no Node, the control plane not
+  // initialised.
+  std::this_thread::sleep_for(std::chrono::seconds(10));
+  const auto machines = Machines();
+  ASSERT_EQ(machines.size(), 1u) << MachinesSummary();
+  EXPECT_EQ(Str(machines[0], "/status/nodeRef/name"), "") << MachinesSummary();
+  EXPECT_TRUE(workload_->Get(kNodes, "", vm).status().IsNotFound());
+  EXPECT_FALSE(ServingSecretExists());
 
   DeleteClusterExpectingNothingLeft();
 }

@@ -87,6 +87,14 @@ TEST(Environment, AnImageMayShipTheGuestAgent) {
   EXPECT_TRUE(env->images[1].guest_agent);
 }
 
+TEST(Environment, AnImageMayBootInFipsMode) {
+  auto env = ParseEnvironment("images:\n- {name: plain}\n- {name: sles-fips, fips: true}\n");
+  ASSERT_TRUE(env.ok()) << env.status().ToString();
+  ASSERT_EQ(env->images.size(), 2u);
+  EXPECT_FALSE(env->images[0].fips);
+  EXPECT_TRUE(env->images[1].fips);
+}
+
 TEST(Environment, RejectsIncompleteEntries) {
   EXPECT_FALSE(ParseEnvironment("images: [{displayName: x}]").ok());
   EXPECT_FALSE(ParseEnvironment("keypairs: [{name: k}]").ok());
