@@ -10,7 +10,8 @@
 // before RKE2 is installed, has RKE2 run with `profile: cis`, and checks no
 // FIPS mode. Deleting the Cluster leaves nothing on Harvester. With
 // `fipsRequired: true` on an image that does not boot in FIPS mode, the
-// server never joins, and the simulated guest says why.
+// server never joins, and the simulated guest says why. And the flavor
+// rke2-stig, rendered by clusterctl, provisions a hardened cluster.
 
 #include <gmock/gmock.h>
 
@@ -151,6 +152,92 @@ TEST_F(ComplianceTest, ACisClusterOfTheClassRunsItsProfileWithTheNodesPrepared) 
   }
 
   DeleteClusterExpectingNothingLeft();
+}
+
+// The flavor rke2-stig as a user applies it: rendered by clusterctl
+// (generate yaml, the flavor's variables from the environment) and applied
+// with kubectl. Its server and worker join; their VMs boot UEFI with Secure
+// Boot (SMM on) and a persistent TPM; RKE2 runs with the CIS profile, the
+// audit policy and its retention, TLS 1.2 at least and the kubelets'
+// hardening flags, and the nodes are prepared before the install.
+TEST_F(ComplianceTest, TheRke2StigFlavorProvisionsAHardenedCluster) {
+  ExpectCleanWorkload();
+  DeleteAddonObjectsFromWorkload();
+  const Pool pool = CreatePool(6);
+  const std::string dir = log_path_.parent_path().string();
+  const std::string rendered = dir + "/e2e-" + ns() + "-rke2-stig.yaml";
+  const std::string kubectl =
+      "kubectl --kubeconfig '" + Testbed::Get().KubeconfigPath(caphv::testing::kMgmt) + "' ";
+  const std::string harvester_kubeconfig =
+      kube::Base64Encode(ReadWholeFile(Testbed::Get().KubeconfigPath(caphv::testing::kHarvester)));
+  std::string out;
+  ASSERT_EQ(caphv::testing::RunCommand(
+                "env CLUSTERCTL_DISABLE_VERSIONCHECK=true NAMESPACE=" + ns() +
+                    " CLUSTER_NAME=" + cluster_ +
+                    " KUBERNETES_VERSION=v1.31.4 CONTROL_PLANE_MACHINE_COUNT=1"
+                    " WORKER_MACHINE_COUNT=1 HARVESTER_KUBECONFIG_B64=" +
+                    harvester_kubeconfig + " TARGET_HARVESTER_NAMESPACE=" + target_ns_ +
+                    " VM_IMAGE_NAME=default/image-ubuntu VM_NETWORK=default/vlan100"
+                    " SSH_KEYPAIR=default/demo-key IP_POOL_NAME=" +
+                    pool.name + " clusterctl generate yaml --from " +
+                    caphv::testing::SourcePath("templates/cluster-template-rke2-stig.yaml") + " >" +
+                    rendered + " && " + kubectl + "apply -f " + rendered + " 2>&1",
+                &out),
+            0)
+      << out;
+
+  auto machines = WaitForInitialisedNodes(2);
+  ASSERT_EQ(machines.size(), 2u);
+  ASSERT_EQ(ControlPlanes(machines), 1u);
+  std::cout << "2 machines running, Nodes initialised after " << SecondsSinceStart() << " s\n";
+
+  for (const auto& m : machines) {
+    const bool server =
+        m["metadata"].value("labels", Object::object()).contains(kControlPlaneLabel);
+    const std::string vm = Str(m, "/spec/infrastructureRef/name");
+    SCOPED_TRACE(vm + (server ? " (server)" : " (agent)"));
+    // Secure Boot and a persistent TPM.
+    auto got = harvester_->Get(kVirtualMachines, target_ns_, vm);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    const Object& domain = (*got)["spec"]["template"]["spec"]["domain"];
+    EXPECT_EQ(domain["firmware"]["bootloader"]["efi"]["secureBoot"], true) << domain.dump();
+    EXPECT_EQ(domain["features"]["smm"]["enabled"], true) << domain.dump();
+    EXPECT_EQ(domain["devices"]["tpm"]["persistent"], true) << domain.dump();
+
+    // The cloud-init: the nodes prepared, RKE2's hardened config.
+    auto secret = harvester_->Get(kSecrets, target_ns_, vm + "-cloud-init");
+    ASSERT_TRUE(secret.ok()) << secret.status().ToString();
+    CloudConfig cc;
+    cc.text = kube::Base64Decode(Str(*secret, "/data/userdata")).value_or("");
+    auto docs = api::ParseYaml(cc.text);
+    ASSERT_TRUE(docs.ok() && !docs->empty()) << cc.text;
+    cc.doc = docs->front();
+    EXPECT_THAT(cc.Commands(), Contains(kEtcdUser)) << cc.text;
+    EXPECT_THAT(cc.Commands(), Contains(kSysctls)) << cc.text;
+    auto rke2 = api::ParseYaml(cc.File(kRke2ConfigPath));
+    ASSERT_TRUE(rke2.ok() && !rke2->empty()) << cc.text;
+    const Object& config = rke2->front();
+    EXPECT_EQ(config.value("profile", ""), "cis") << config.dump();
+    const auto kubelet = config.value("kubelet-arg", std::vector<std::string>{});
+    for (const char* arg : {"tls-min-version=VersionTLS12", "streaming-connection-idle-timeout=5m",
+                            "make-iptables-util-chains=true"}) {
+      EXPECT_THAT(kubelet, Contains(arg)) << config.dump();
+    }
+    if (!server) continue;
+    EXPECT_EQ(config.value("pod-security-admission-config-file", ""), kPssPath);
+    EXPECT_THAT(cc.File(kPssPath), HasSubstr("enforce: restricted"));
+    const std::string audit = config.value("audit-policy-file", "");
+    ASSERT_FALSE(audit.empty()) << config.dump();
+    EXPECT_THAT(cc.File(audit), HasSubstr("level: Metadata"));
+    const auto apiserver = config.value("kube-apiserver-arg", std::vector<std::string>{});
+    for (const char* arg : {"tls-min-version=VersionTLS12", "audit-log-maxage=30",
+                            "audit-log-maxbackup=10", "audit-log-maxsize=100"}) {
+      EXPECT_THAT(apiserver, Contains(arg)) << config.dump();
+    }
+  }
+
+  DeleteClusterExpectingNothingLeft();
+  DeleteAddonObjectsFromWorkload();
 }
 
 // fipsRequired on an image that does not boot in FIPS mode (the bed's
