@@ -48,6 +48,7 @@ kube::StatusOr<Environment> ParseEnvironment(const std::string& yaml) {
       if (im.name.empty()) return Missing("images[].name");
       if (im.display_name.empty()) im.display_name = im.name;
       im.guest_agent = i.value("guestAgent", false);
+      im.fips = i.value("fips", false);
       env.images.push_back(im);
     }
     for (const auto& k : d.value("keypairs", Object::array())) {

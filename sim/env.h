@@ -30,6 +30,9 @@ struct EnvImage {
   // report addresses whatever their user data says. Cloud images of Ubuntu,
   // Debian and openSUSE do not.
   bool guest_agent = false;
+  // The image boots in FIPS mode (`fips: true`): /proc/sys/crypto/fips_enabled
+  // is 1 in its VMs.
+  bool fips = false;
 };
 struct EnvKeyPair {
   std::string ns = "default", name, public_key;

@@ -6,6 +6,7 @@
 // pods and kube-system/rke2-serving on servers). Decisions are the pure
 // functions of sim/rke2.h; this file reads the caches and writes.
 
+#include <algorithm>
 #include <utility>
 
 #include "kube/base64.h"
@@ -48,6 +49,24 @@ std::string FirstIp(const std::vector<Nic>& nics) {
     if (!n.ip.empty()) return n.ip;
   }
   return "";
+}
+
+// The images of the environment that `vm`'s disks are made from.
+std::vector<const EnvImage*> ImagesOf(const std::vector<EnvImage>& images, const Object& vm) {
+  std::vector<const EnvImage*> out;
+  auto claims = ClaimsFromVm(vm);
+  if (!claims.ok()) return out;
+  for (const auto& pvc : *claims) {
+    const std::string image = StrAt(pvc, {"metadata", "annotations", kImageIdAnnotation});
+    if (image.empty()) continue;
+    const auto slash = image.find('/');
+    const std::string ins = slash == std::string::npos ? Ns(vm) : image.substr(0, slash);
+    const std::string iname = slash == std::string::npos ? image : image.substr(slash + 1);
+    for (const auto& im : images) {
+      if (im.ns == ins && im.name == iname) out.push_back(&im);
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -101,9 +120,26 @@ kube::StatusOr<Simulator::Guest> Simulator::LoadGuest(const Object& vm) {
   } else if (*rke2) {
     g.rke2 = **rke2;
     if (!g.rke2->node_name.empty()) g.node = g.rke2->node_name;
-    log_.Info(
-        "Guest installs RKE2",
-        {{"vm", key}, {"role", g.rke2->role}, {"version", KubeletVersionFor(g.rke2->version)}});
+    // The kernel of an image booted without FIPS mode has fips_enabled 0:
+    // the guard before the install ends cloud-init's runcmd script there.
+    // FIPS mode when the images of the VM's disks all boot in it.
+    const auto images = ImagesOf(opt_.env.images, vm);
+    const bool fips = !images.empty() && std::all_of(images.begin(), images.end(),
+                                                     [](const EnvImage* im) { return im->fips; });
+    if (!g.rke2->fips_gate.empty() && !fips) {
+      g.error =
+          "cloud-init stopped before installing RKE2: the image does not boot in FIPS mode "
+          "(/proc/sys/crypto/fips_enabled is 0), and `" +
+          g.rke2->fips_gate + "` exits" +
+          (g.rke2->fips_gate_message.empty() ? "" : ": " + g.rke2->fips_gate_message);
+      log_.Info("Guest stops before RKE2", {{"vm", key}, {"error", g.error}});
+      GuestEvent(vm, kube::EventType::kWarning, "RKE2NotInstalled", g.error);
+      g.rke2.reset();  // no RKE2 on it: no server for others to join either
+    } else {
+      log_.Info(
+          "Guest installs RKE2",
+          {{"vm", key}, {"role", g.rke2->role}, {"version", KubeletVersionFor(g.rke2->version)}});
+    }
   }
   std::lock_guard lock(mu_);
   guests_[key] = g;
@@ -190,17 +226,8 @@ Simulator::CcmLookup Simulator::CloudProviderLookup(const std::string& node_name
 }
 
 bool Simulator::ImageShipsGuestAgent(const Object& vm) const {
-  auto claims = ClaimsFromVm(vm);
-  if (!claims.ok()) return false;
-  for (const auto& pvc : *claims) {
-    const std::string image = StrAt(pvc, {"metadata", "annotations", kImageIdAnnotation});
-    if (image.empty()) continue;
-    const auto slash = image.find('/');
-    const std::string ins = slash == std::string::npos ? Ns(vm) : image.substr(0, slash);
-    const std::string iname = slash == std::string::npos ? image : image.substr(slash + 1);
-    for (const auto& im : opt_.env.images) {
-      if (im.ns == ins && im.name == iname && im.guest_agent) return true;
-    }
+  for (const EnvImage* im : ImagesOf(opt_.env.images, vm)) {
+    if (im->guest_agent) return true;
   }
   return false;
 }

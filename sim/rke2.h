@@ -97,6 +97,14 @@ struct Rke2Config {
   std::string etcd_server_ca;
   std::string etcd_server_ca_key;
   kube::Object config = kube::Object::object();  // config.yaml as parsed
+  // A command that runs before RKE2 is installed and reads
+  // /proc/sys/crypto/fips_enabled and exits: the guard against an image
+  // that does not boot in FIPS mode. cloud-init runs runcmd as one shell
+  // script, so the guard's exit ends it there on such an image, RKE2 never
+  // installed. "" when there is none; `fips_gate_message` is what the
+  // command prints then (its echo), if it says anything.
+  std::string fips_gate;
+  std::string fips_gate_message;
 };
 
 // The RKE2 setup of `user_data`; nullopt when it installs no RKE2 (no

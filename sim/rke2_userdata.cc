@@ -332,6 +332,20 @@ kube::StatusOr<std::optional<Rke2Config>> Rke2FromUserData(const std::string& us
     if (l.find("rke2-agent.service") != std::string::npos) type_hint = "agent";
   }
   if (c.role.empty()) c.role = type_hint;
+  static const std::regex kEcho(R"re(echo\s+"([^"]*)")re");
+  for (const auto& l : lines) {
+    if (l.find("INSTALL_RKE2_") != std::string::npos ||
+        l.find("get.rke2.io") != std::string::npos || l.find("install.sh") != std::string::npos) {
+      break;  // what comes after runs on an installed RKE2
+    }
+    if (l.find("/proc/sys/crypto/fips_enabled") != std::string::npos &&
+        l.find("exit") != std::string::npos) {
+      c.fips_gate = l;
+      std::smatch m;
+      if (std::regex_search(l, m, kEcho)) c.fips_gate_message = m[1];
+      break;
+    }
+  }
   if (c.role.empty()) {
     return Invalid(std::string(kRke2ConfigPath) + " is written but no command installs RKE2");
   }

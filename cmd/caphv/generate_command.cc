@@ -102,6 +102,10 @@ CLI::App* AddGenerateCommand(CLI::App& app, GenerateFlags& f) {
                   "Fleet addons git repository (CSI and CNI through Fleet)");
   cmd->add_option("--fleet-addon-branch", o.fleet_addon_branch, "Its branch")
       ->capture_default_str();
+  cmd->add_option("--cis-profile", o.cis_profile,
+                  "RKE2 CIS profile on every node: cis, cis-1.23, cis-1.5, cis-1.6 (default none)");
+  cmd->add_flag("--fips-required", o.fips_required,
+                "Nodes whose image does not run in FIPS mode stop before installing RKE2");
   cmd->add_flag("--dry-run", f.dry_run, "Print the YAML (the default)");
   cmd->add_flag("--apply", f.apply, "Apply to the management cluster and wait");
   cmd->add_flag("--interactive", f.interactive,

@@ -153,6 +153,33 @@ void UseRke2ApiVersion(std::vector<Json>& class_docs, std::string_view version) 
   }
 }
 
+namespace {
+
+// The RKE2 providers bootstrap no node whose profile does not fit its
+// Kubernetes version (cis and cis-1.23 from 1.25 on, cis-1.5 and cis-1.6
+// before it): said here, not later in an RKE2Config's status.
+Status ValidateCisProfile(const Options& o) {
+  if (o.cis_profile.empty()) return Status::Ok();
+  const bool current = o.cis_profile == "cis" || o.cis_profile == "cis-1.23";
+  if (!current && o.cis_profile != "cis-1.5" && o.cis_profile != "cis-1.6") {
+    return Bad("--cis-profile",
+               Quote(o.cis_profile) + " is not one of cis, cis-1.23, cis-1.5, cis-1.6");
+  }
+  static const std::regex version_re("v?([0-9]+)\\.([0-9]+)\\..*");
+  std::smatch m;
+  if (!std::regex_match(o.k8s_version, m, version_re)) return Status::Ok();
+  const int major = std::stoi(m[1].str());
+  const bool from_1_25 = major > 1 || (major == 1 && std::stoi(m[2].str()) >= 25);
+  if (current != from_1_25) {
+    return Bad("--cis-profile", Quote(o.cis_profile) + " is for Kubernetes " +
+                                    (current ? "1.25 and later" : "before 1.25") + ", not " +
+                                    o.k8s_version);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status Validate(const Options& o) {
   if (o.name.empty()) return Bad("--name", "required");
   if (o.rke2_api_version != "v1beta1" && o.rke2_api_version != "v1beta2") {
@@ -250,6 +277,7 @@ Status Validate(const Options& o) {
     }
   }
   if (o.fleet_addon_branch.empty()) return Bad("--fleet-addon-branch", "must not be empty");
+  if (auto s = ValidateCisProfile(o); !s.ok()) return s;
   return Status::Ok();
 }
 
@@ -338,6 +366,9 @@ kube::StatusOr<std::vector<Json>> Build(const Options& o, std::string_view kubec
       {{"name", "dnsServers"}, {"value", SplitList(o.dns)}},
       {{"name", "cni"}, {"value", o.cni}},
   });
+  if (!o.cis_profile.empty())
+    variables.push_back({{"name", "cisProfile"}, {"value", o.cis_profile}});
+  if (o.fips_required) variables.push_back({{"name", "fipsRequired"}, {"value", true}});
   Json labels = {{"cluster.x-k8s.io/cluster-name", o.name}};
   if (!fleet) labels["csi"] = "external";
   Json metadata = {{"name", o.name}, {"namespace", ns}, {"labels", labels}};

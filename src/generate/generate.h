@@ -60,6 +60,11 @@ struct Options {
   std::string pod_cidr = "10.42.0.0/16";
   std::string fleet_addon_repo;
   std::string fleet_addon_branch = "main";
+  // The class's compliance variables, set on the Cluster only when not
+  // their defaults ("", false), so a Cluster of another class (--class)
+  // that lacks them stays valid.
+  std::string cis_profile;  // "", cis, cis-1.23, cis-1.5, cis-1.6
+  bool fips_required = false;
   bool with_class = true;  // the ClusterClass and its templates too
   // The RKE2 providers' API the ClusterClass refers to: v1beta1 (RKE2
   // providers up to v0.21, Cluster API up to v1.10) or v1beta2 (v0.22 and

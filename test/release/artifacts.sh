@@ -11,7 +11,8 @@ trap 'rm -rf "$work"' EXIT
 check "SHA256SUMS lists every file and matches" bash -c "cd '$REL' && sha256sum --quiet -c SHA256SUMS &&
   [ \"\$(ls | grep -vx SHA256SUMS | sort)\" = \"\$(awk '{print \$2}' SHA256SUMS | sort)\" ]"
 for f in infrastructure-components.yaml metadata.yaml cluster-template.yaml cluster-template-rke2.yaml \
-  cluster-template-rke2-dhcp.yaml cluster-template-kubeadm.yaml clusterclass-harvester-rke2.yaml \
+  cluster-template-rke2-dhcp.yaml cluster-template-rke2-stig.yaml cluster-template-kubeadm.yaml \
+  clusterclass-harvester-rke2.yaml \
   clusterclass-harvester-rke2-v1beta2.yaml \
   clusterresourceset-harvester-cloud-provider.yaml clusterresourceset-harvester-csi-driver.yaml \
   machinehealthcheck-harvester-rke2.yaml capiprovider-harvester.yaml "caphv-${VERSION#v}.tgz" \

@@ -43,7 +43,7 @@ cleanup() {
   [ -n "$manager_pid" ] && kill "$manager_pid" 2>/dev/null && wait "$manager_pid" 2>/dev/null
   k delete validatingwebhookconfiguration caphv-release-test caphv-validating-webhook-configuration --ignore-not-found >/dev/null 2>&1
   k delete mutatingwebhookconfiguration caphv-mutating-webhook-configuration --ignore-not-found >/dev/null 2>&1
-  k delete ns caphv-system rel-default rel-rke2 rel-rke2-dhcp rel-kubeadm rel-cc --ignore-not-found --wait=true --timeout=120s >/dev/null 2>&1
+  k delete ns caphv-system rel-default rel-rke2 rel-rke2-dhcp rel-rke2-stig rel-kubeadm rel-cc --ignore-not-found --wait=true --timeout=120s >/dev/null 2>&1
   k delete clusterrole,clusterrolebinding -l cluster.x-k8s.io/provider=infrastructure-harvester --ignore-not-found >/dev/null 2>&1
   k delete providers.clusterctl.cluster.x-k8s.io -n capi-system cluster-api --ignore-not-found >/dev/null 2>&1
   if [ "$had_caphv_crds" = 1 ]; then
@@ -181,7 +181,7 @@ for kind in ["harvestercluster", "harvestermachine", "harvesterclustertemplate",
     hooks.append({"name": f"v{kind}.kb.io", "admissionReviewVersions": ["v1"], "sideEffects": "None", "failurePolicy": "Fail",
                   "clientConfig": {"url": f"https://127.0.0.1:{port}/validate-infrastructure-cluster-x-k8s-io-v1alpha1-{kind}", "caBundle": ca},
                   "namespaceSelector": {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "In",
-                      "values": ["rel-default", "rel-rke2", "rel-rke2-dhcp", "rel-kubeadm", "rel-cc"]}]},
+                      "values": ["rel-default", "rel-rke2", "rel-rke2-dhcp", "rel-rke2-stig", "rel-kubeadm", "rel-cc"]}]},
                   "rules": [{"apiGroups": ["infrastructure.cluster.x-k8s.io"], "apiVersions": ["v1alpha1"],
                              "operations": ["CREATE", "UPDATE"], "resources": [kind + "s"]}]})
 print(json.dumps({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
@@ -206,7 +206,7 @@ export HARVESTER_KUBECONFIG_B64=$(base64 -w0 <<<"apiVersion: v1") TARGET_HARVEST
   VM_IMAGE_NAME=default/ubuntu-22.04 VM_NETWORK=default/vm-net SSH_KEYPAIR=default/capi-key IP_POOL_NAME=capi-pool \
   VM_GATEWAY=10.0.0.1 VM_SUBNET_MASK=255.255.255.0
 sleep 2  # the webhook configuration reaches the apiserver's cache
-for flavor in default rke2 rke2-dhcp kubeadm; do
+for flavor in default rke2 rke2-dhcp rke2-stig kubeadm; do
   ns=rel-$flavor
   fl=(); [ "$flavor" = default ] || fl=(--flavor "$flavor")
   k create ns "$ns" >/dev/null

@@ -1,7 +1,8 @@
 // End-to-end: `caphv generate` (docs/cli.md) against the bed. The YAML of the
-// seed's examples (the Go provider's guide: CRS addons; Fleet) is accepted by
-// the management apiserver (kubectl apply --dry-run=server: the CRDs, Cluster
-// API's webhooks); `caphv generate --interactive --apply`, driven in a real
+// seed's examples (the Go provider's guide: CRS addons; Fleet) and of one
+// with --cis-profile and --fips-required is accepted by the management
+// apiserver (kubectl apply --dry-run=server: the CRDs, Cluster API's
+// webhooks); `caphv generate --interactive --apply`, driven in a real
 // terminal (tmux) from the first question to the end, offers what the
 // simulated Harvester has, provisions a topology Cluster of the ClusterClass
 // harvester-rke2 through the RKE2 providers, reporting its progress, and
@@ -96,6 +97,7 @@ TEST_F(GenerateTest, SeedExamplesAreAcceptedByTheApiserver) {
       {"fleet",
        " --cni calico --cni-mtu 1450 --cni-encapsulation VXLAN --pod-cidr 10.244.0.0/16"
        " --fleet-addon-repo https://git.example.test/caphv-fleet-addons.git"},
+      {"compliance", " --cis-profile cis --fips-required"},
   };
   for (const auto& e : examples) {
     const std::string file = dir + "/generate-" + ns() + "-" + e.name + ".yaml";

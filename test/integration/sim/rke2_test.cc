@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "kube/base64.h"
@@ -371,6 +373,60 @@ TEST_F(SimRke2Test, ServerAndWorkerJoinWrongTokenDoesNot) {
   // The wrong token: no Node, and the reason on the VMI.
   ASSERT_TRUE(Eventually([&] { return HasEvent(bad, "RKE2TokenMismatch"); }, seconds(20)));
   EXPECT_TRUE(w_->Get(kube::resources::kNodes, "", bad).status().IsNotFound());
+}
+
+// The FIPS guard of the ClusterClass's fipsRequired, a preRKE2Command (so
+// before the install in runcmd). cloud-init runs runcmd as one shell script:
+// on an image that does not boot in FIPS mode (/proc/sys/crypto/fips_enabled
+// 0; the built-in environment's ubuntu image) the guard's exit ends it, RKE2
+// is never installed and the VMI gets a Warning saying why; an environment
+// whose image boots in FIPS mode (`fips: true`) lets the same server join.
+std::string WithFipsGuard(std::string user_data) {
+  const std::string guard =
+      R"g(test "$(cat /proc/sys/crypto/fips_enabled 2>/dev/null)" = "1" || { echo "FIPS mode )g"
+      R"g(required but not enabled on this node image" >&2; exit 1; })g";
+  const std::string runcmd = "\nruncmd:\n";
+  user_data.insert(user_data.find(runcmd) + runcmd.size(), "  - '" + guard + "'\n");
+  return user_data;
+}
+
+TEST_F(SimRke2Test, TheFipsGuardStopsRke2OnAnImageWithoutFipsMode) {
+  StartSim();
+  const std::string cp = UniqueName("cp");
+  CreateRke2Vm(cp, WithFipsGuard(ServerCloudConfig(std::string("token: ") + kToken + "\n")));
+  ASSERT_TRUE(Eventually([&] { return HasEvent(cp, "RKE2NotInstalled"); }, seconds(30)));
+  std::string message;
+  auto events = h_->List(kube::resources::kEvents, ns_->name());
+  ASSERT_TRUE(events.ok());
+  for (const auto& e : events->items) {
+    if (Str(e, "/reason") == "RKE2NotInstalled") message = Str(e, "/message");
+  }
+  EXPECT_NE(message.find("the image does not boot in FIPS mode"), std::string::npos) << message;
+  EXPECT_NE(message.find(": FIPS mode required but not enabled on this node image"),
+            std::string::npos)
+      << message;
+  std::this_thread::sleep_for(seconds(5));
+  EXPECT_TRUE(w_->Get(kube::resources::kNodes, "", cp).status().IsNotFound());
+}
+
+TEST_F(SimRke2Test, TheFipsGuardLetsAnImageInFipsModeJoin) {
+  // The built-in environment with its image booting in FIPS mode.
+  std::ifstream in(caphv::testing::SourcePath("config/harvester-sim/env/default.yaml"));
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string env = text.str();
+  const std::string image = "  name: image-ubuntu\n";
+  ASSERT_NE(env.find(image), std::string::npos);
+  env.insert(env.find(image) + image.size(), "  fips: true\n");
+  const std::string file = "/tmp/caphv-sim-env-" + ns_->name() + ".yaml";
+  { std::ofstream(file) << env; }
+  StartSim({"--env", file});
+  const std::string cp = UniqueName("cp");
+  CreateRke2Vm(cp, WithFipsGuard(ServerCloudConfig(std::string("token: ") + kToken + "\n")));
+  EXPECT_TRUE(
+      Eventually([&] { return w_->Get(kube::resources::kNodes, "", cp).ok(); }, seconds(30)));
+  EXPECT_FALSE(HasEvent(cp, "RKE2NotInstalled"));
+  std::remove(file.c_str());
 }
 
 TEST_F(SimRke2Test, DeadGuestStopsHeartbeatsAndGoesUnknown) {

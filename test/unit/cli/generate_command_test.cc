@@ -101,6 +101,19 @@ TEST_F(GenerateCommand, WritesTheFileOfDashO) {
   EXPECT_THAT(*text, ::testing::Not(HasSubstr("kind: ClusterClass")));
 }
 
+TEST_F(GenerateCommand, CisProfileAndFipsRequiredBecomeTheClustersVariables) {
+  ASSERT_EQ(Run(With({"--cis-profile", "cis-1.23", "--fips-required"})), 0) << err_.str();
+  auto docs = api::ParseYaml(out_.str());
+  ASSERT_TRUE(docs.ok());
+  std::map<std::string, api::Json> variables;
+  for (const auto& d : *docs) {
+    if (d["kind"] != "Cluster") continue;
+    for (const auto& v : d["spec"]["topology"]["variables"]) variables[v["name"]] = v["value"];
+  }
+  EXPECT_EQ(variables["cisProfile"], "cis-1.23");
+  EXPECT_EQ(variables["fipsRequired"], true);
+}
+
 TEST_F(GenerateCommand, BadFlagsAreOneLineAndExitTwo) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {With({"--gateway", "10.0.0.256"}),
@@ -114,6 +127,9 @@ TEST_F(GenerateCommand, BadFlagsAreOneLineAndExitTwo) {
       {With({"--apply", "--dry-run"}),
        "caphv generate: --apply and --dry-run exclude each other\n"},
       {With({"--timeout", "soon"}), "caphv: --timeout: \"soon\" is not a duration"},
+      {With({"--cis-profile", "cis-2.0"}),
+       "caphv generate: --cis-profile: \"cis-2.0\" is not one of cis, cis-1.23, cis-1.5, "
+       "cis-1.6\n"},
   };
   for (const auto& [args, line] : cases) {
     EXPECT_EQ(Run(args), 2) << line;

@@ -110,7 +110,9 @@ void ExpectVariablesMatchClass(const Json& cluster) {
   std::function<void(const Json&, const Json&, const std::string&)> check =
       [&](const Json& schema, const Json& value, const std::string& path) {
         const std::string type = schema.value("type", "");
-        if (type == "string") {
+        if (type == "boolean") {
+          EXPECT_TRUE(value.is_boolean()) << path;
+        } else if (type == "string") {
           EXPECT_TRUE(value.is_string()) << path;
           if (schema.contains("enum")) {
             EXPECT_NE(std::find(schema["enum"].begin(), schema["enum"].end(), value),
@@ -392,6 +394,15 @@ TEST(Generate, BadFlagsGiveOneLineNamingTheFlag) {
       {[](Options& o) { o.harvester_kubeconfig = ""; }, "--harvester-kubeconfig: required"},
       {[](Options& o) { o.rke2_api_version = "v1alpha4"; },
        "--rke2-api-version: \"v1alpha4\" is not an API version of the RKE2 providers"},
+      {[](Options& o) { o.cis_profile = "stig"; },
+       "--cis-profile: \"stig\" is not one of cis, cis-1.23, cis-1.5, cis-1.6"},
+      {[](Options& o) { o.cis_profile = "cis-1.6"; },
+       "--cis-profile: \"cis-1.6\" is for Kubernetes before 1.25, not v1.31.14"},
+      {[](Options& o) {
+         o.cis_profile = "cis";
+         o.k8s_version = "v1.24.17";
+       },
+       "--cis-profile: \"cis\" is for Kubernetes 1.25 and later, not v1.24.17"},
   };
   for (const auto& c : cases) {
     Options o = Seed();
@@ -403,6 +414,42 @@ TEST(Generate, BadFlagsGiveOneLineNamingTheFlag) {
     EXPECT_FALSE(Build(o, kKubeconfig).ok()) << c.line;
   }
   EXPECT_TRUE(Validate(Seed()).ok());
+}
+
+// The class's compliance variables have the Go provider's names, schemas
+// and defaults; --cis-profile and --fips-required set them on the Cluster,
+// which otherwise leaves them to the class's defaults.
+TEST(Generate, CisProfileAndFipsRequiredAreTheClassVariables) {
+  const Json cc = RepoClass();
+  std::map<std::string, Json> schemas;
+  for (const auto& v : cc["spec"]["variables"]) {
+    schemas[v["name"]] = v["schema"]["openAPIV3Schema"];
+    if (v["name"] == "cisProfile" || v["name"] == "fipsRequired") {
+      EXPECT_EQ(v["required"], false) << v["name"];
+    }
+  }
+  EXPECT_EQ(schemas["cisProfile"]["type"], "string");
+  EXPECT_EQ(schemas["cisProfile"]["default"], "");
+  EXPECT_EQ(schemas["cisProfile"]["enum"],
+            Json::array({"", "cis", "cis-1.23", "cis-1.5", "cis-1.6"}));
+  EXPECT_EQ(schemas["fipsRequired"]["type"], "boolean");
+  EXPECT_EQ(schemas["fipsRequired"]["default"], false);
+
+  Options o = Seed();
+  const Json plain = *Find(MustBuild(o), "Cluster");
+  for (const auto& v : plain["spec"]["topology"]["variables"]) {
+    EXPECT_NE(v["name"], "cisProfile");
+    EXPECT_NE(v["name"], "fipsRequired");
+  }
+  o.cis_profile = "cis";
+  o.fips_required = true;
+  const Json hardened = *Find(MustBuild(o), "Cluster");
+  ExpectVariablesMatchClass(hardened);
+  EXPECT_EQ(Variable(hardened, "cisProfile"), "cis");
+  EXPECT_EQ(Variable(hardened, "fipsRequired"), true);
+  o.cis_profile = "cis-1.5";
+  o.k8s_version = "v1.24.17";
+  EXPECT_EQ(Variable(*Find(MustBuild(o), "Cluster"), "cisProfile"), "cis-1.5");
 }
 
 TEST(Generate, SubstituteAsClusterctl) {

@@ -130,6 +130,14 @@ TEST(Environment, WithoutHostsThereIsOneHostInNoZone) {
   EXPECT_EQ(zones, (std::set<std::string>{"zone-a", "zone-b", "zone-c"}));
 }
 
+TEST(Environment, AnImageMayBootInFipsMode) {
+  auto env = ParseEnvironment("images:\n- {name: plain}\n- {name: sles-fips, fips: true}\n");
+  ASSERT_TRUE(env.ok()) << env.status().ToString();
+  ASSERT_EQ(env->images.size(), 2u);
+  EXPECT_FALSE(env->images[0].fips);
+  EXPECT_TRUE(env->images[1].fips);
+}
+
 TEST(Environment, RejectsIncompleteEntries) {
   EXPECT_FALSE(ParseEnvironment("hosts: [{zone: zone-a}]").ok());
   EXPECT_FALSE(ParseEnvironment("images: [{displayName: x}]").ok());

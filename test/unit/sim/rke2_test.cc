@@ -109,6 +109,42 @@ TEST(Rke2UserData, WorkerCloudConfigWithBase64File) {
   EXPECT_FALSE(c.control_plane);
 }
 
+// The FIPS guard of the ClusterClass's fipsRequired (a preRKE2Command, so
+// before the install in runcmd): found with what it prints; the same
+// command after the install guards nothing.
+TEST(Rke2UserData, FipsGuardBeforeTheInstall) {
+  const std::string guard =
+      R"g(test "$(cat /proc/sys/crypto/fips_enabled 2>/dev/null)" = "1" || { echo "FIPS mode )g"
+      R"g(required but not enabled on this node image" >&2; exit 1; })g";
+  // As the RKE2 bootstrap provider quotes runcmd entries (%q).
+  std::string quoted = "\"";
+  for (char ch : guard) {
+    if (ch == '"' || ch == '\\') quoted += '\\';
+    quoted += ch;
+  }
+  quoted += "\"";
+  const std::string install =
+      R"(  - "curl -sfL https://get.rke2.io | INSTALL_RKE2_VERSION=v1.31.4+rke2r1 )"
+      R"(INSTALL_RKE2_TYPE=\"agent\" sh -s -")";
+  const std::string head =
+      "#cloud-config\nwrite_files:\n- path: /etc/rancher/rke2/config.yaml\n  content: |\n"
+      "    server: https://172.19.0.100:9345\n    token: s3cret\n    profile: cis\nruncmd:\n";
+  auto gated = Rke2FromUserData(head + "  - " + quoted + "\n" + install + "\n", "w-0");
+  ASSERT_TRUE(gated.ok()) << gated.status().ToString();
+  ASSERT_TRUE(gated->has_value());
+  EXPECT_EQ((*gated)->fips_gate, guard);
+  EXPECT_EQ((*gated)->fips_gate_message, "FIPS mode required but not enabled on this node image");
+  EXPECT_EQ((*gated)->config.value("profile", ""), "cis");
+
+  auto after = Rke2FromUserData(head + install + "\n  - " + quoted + "\n", "w-0");
+  ASSERT_TRUE(after.ok()) << after.status().ToString();
+  ASSERT_TRUE(after->has_value());
+  EXPECT_EQ((*after)->fips_gate, "");
+  auto none = Rke2FromUserData(kWorker, "w-0");
+  ASSERT_TRUE(none.ok() && none->has_value());
+  EXPECT_EQ((*none)->fips_gate, "");
+}
+
 TEST(Rke2UserData, IgnitionWithDataUrlsAndGzip) {
   for (const char* data : {kIgnitionWorker, kIgnitionWrapped}) {
     auto got = Rke2FromUserData(data, "w-1");
