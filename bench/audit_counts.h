@@ -7,7 +7,8 @@
 // when it was opened; Count() reads what was appended since and counts the
 // events whose userAgent starts with a prefix, by verb (get, list, create,
 // update, patch, delete...; watches are left out: they are streams, not
-// polls).
+// polls); CountByRequest() by verb and resource (`patch
+// harvestermachines/status`), for the table of what each write is for.
 //
 // Header-only (bench binaries are single files). Thread safety: one thread.
 
@@ -36,6 +37,26 @@ class AuditWindow {
 
   std::map<std::string, double> Count(const std::string& user_agent_prefix) const {
     std::map<std::string, double> by_verb;
+    ForEach(user_agent_prefix, [&](const nlohmann::json& e) { by_verb[e.value("verb", "")] += 1; });
+    return by_verb;
+  }
+
+  std::map<std::string, double> CountByRequest(const std::string& user_agent_prefix) const {
+    std::map<std::string, double> by_request;
+    ForEach(user_agent_prefix, [&](const nlohmann::json& e) {
+      const auto ref = e.value("objectRef", nlohmann::json::object());
+      std::string what = e.value("verb", "") + " " + ref.value("resource", "");
+      if (const std::string sub = ref.value("subresource", ""); !sub.empty()) what += "/" + sub;
+      const int code = e.value("responseStatus", nlohmann::json::object()).value("code", 0);
+      if (code >= 400) what += " (" + std::to_string(code) + ")";
+      by_request[what] += 1;
+    });
+    return by_request;
+  }
+
+ private:
+  template <typename F>
+  void ForEach(const std::string& user_agent_prefix, F&& f) const {
     std::ifstream in(path_);
     in.seekg(static_cast<std::streamoff>(offset_));
     std::string line;
@@ -43,14 +64,11 @@ class AuditWindow {
       auto e = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
       if (!e.is_object() || e.value("stage", "") != "ResponseComplete") continue;
       if (!e.value("userAgent", "").starts_with(user_agent_prefix)) continue;
-      const std::string verb = e.value("verb", "");
-      if (verb == "watch") continue;
-      by_verb[verb] += 1;
+      if (e.value("verb", "") == "watch") continue;
+      f(e);
     }
-    return by_verb;
   }
 
- private:
   std::filesystem::path path_;
   std::uintmax_t offset_ = 0;
 };

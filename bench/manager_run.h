@@ -15,11 +15,17 @@
 // Each cluster has fresh names and its own `<cluster>-kubeconfig` and
 // bootstrap Secrets; all clusters of a run share one fresh Harvester target
 // namespace and the identity Secret. Machines are 2 CPUs, 4Gi, the
-// `default/image-ubuntu` disk of 10Gi and a NIC on `default/vlan100`; their
-// address is a DHCP lease (the simulated range has 100 addresses shared by
-// the whole bed) unless ClusterSpec::static_prefix gives each machine
+// `default/image-ubuntu` disk of 10Gi and a NIC on ClusterSpec::network
+// (`default/vlan100` unless set: its simulated DHCP range has 100 addresses
+// shared by the whole bed; `default/vlan300` has 3,800); their address is a
+// DHCP lease unless ClusterSpec::static_prefix gives each machine
 // spec.networkConfig `<prefix><first_host + i>/24`. The destructor stops the
 // manager and deletes both namespaces.
+//
+// The manager is caphv-manager (`--namespace` of the run) or, with
+// Provider::kGo, the Go provider v0.2.9 it replaces (`caphv-go`, built by
+// hack/build-testbins.sh caphv-go; it serves every namespace and runs with its
+// own CRDs, which InstallCrds applies over CAPHV's).
 //
 // Header-only (bench binaries are single files). Thread safety: one driver
 // thread; ResidentSampler reads /proc on its own thread.
@@ -119,14 +125,15 @@ inline double CpuSeconds(pid_t pid) {
 // SIGKILLed when destroyed while still running.
 class ManagerProcess {
  public:
-  ManagerProcess(std::vector<std::string> args, const std::filesystem::path& log_path) {
+  ManagerProcess(std::vector<std::string> args, const std::filesystem::path& log_path,
+                 bool append = false) {
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                     0644);
+    posix_spawn_file_actions_addopen(&actions, 1, log_path.c_str(),
+                                     O_WRONLY | O_CREAT | (append ? O_APPEND : O_TRUNC), 0644);
     posix_spawn_file_actions_adddup2(&actions, 1, 2);
     if (posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ) != 0) pid_ = -1;
     posix_spawn_file_actions_destroy(&actions);
@@ -230,17 +237,61 @@ inline std::optional<std::map<std::string, double>> ReconcilesByResult(
   return totals;
 }
 
-// The CAPHV CRDs on the management cluster (idempotent), once per process.
-inline bool InstallCrds() {
-  static const bool installed = [] {
-    const std::string kubectl =
-        "kubectl --kubeconfig '" + testing::Testbed::Get().KubeconfigPath(testing::kMgmt) + "' ";
-    const std::string crds = testing::SourcePath("config/crd/bases");
-    return testing::RunCommand(kubectl + "apply --server-side --force-conflicts -f " + crds) == 0 &&
-           testing::RunCommand(kubectl + "wait --for condition=established --timeout=60s -f " +
-                               crds) == 0;
-  }();
-  return installed;
+enum class Provider { kCaphv, kGo };
+
+// The Go provider's binary: $CAPHV_GO_PROVIDER, else caphv-go in the cache
+// of Go-built tools ($CAPHV_CACHE_DIR, default ~/.cache/caphv).
+inline std::string GoProviderBinary() {
+  if (const char* env = std::getenv("CAPHV_GO_PROVIDER"); env && *env) return env;
+  const char* cache = std::getenv("CAPHV_CACHE_DIR");
+  const std::string dir =
+      cache && *cache
+          ? std::string(cache)
+          : std::string(std::getenv("HOME") ? std::getenv("HOME") : "") + "/.cache/caphv";
+  return dir + "/bin/current/caphv-go";
+}
+
+// The user agent prefix of the provider's requests in the audit logs (the
+// Go client's default names the binary).
+inline std::string UserAgentOf(Provider p) {
+  return p == Provider::kGo ? "caphv-go" : "caphv-manager";
+}
+
+// The provider's CRDs on the management cluster (idempotent: `kubectl apply
+// --server-side` with the field manager every other apply of them uses), once
+// per process and provider.
+inline bool InstallCrds(Provider p = Provider::kCaphv) {
+  static std::map<Provider, bool> installed;
+  if (auto it = installed.find(p); it != installed.end()) return it->second;
+  const std::string kubectl =
+      "kubectl --kubeconfig '" + testing::Testbed::Get().KubeconfigPath(testing::kMgmt) + "' ";
+  const std::string crds =
+      p == Provider::kGo
+          ? (std::filesystem::path(GoProviderBinary()).parent_path() / "caphv-go-config/crds.yaml")
+                .string()
+          : testing::SourcePath("config/crd/bases");
+  const bool ok =
+      testing::RunCommand(kubectl + "apply --server-side --force-conflicts -f " + crds) == 0 &&
+      testing::RunCommand(kubectl + "wait --for condition=established --timeout=60s -f " + crds) ==
+          0;
+  installed.clear();  // the other provider's must be applied again
+  installed[p] = ok;
+  return ok;
+}
+
+// CPU seconds used so far by each process of the bed ($CAPHV_TESTBED/run/<name>.pid:
+// apiserver-mgmt, apiserver-harvester, apiserver-workload, etcd, capi,
+// caphv-sim, kwok, controller managers), by name.
+inline std::map<std::string, double> BedCpuSeconds() {
+  std::map<std::string, double> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(
+           std::filesystem::path(testing::Testbed::Get().dir()) / "run", ec)) {
+    if (e.path().extension() != ".pid") continue;
+    const pid_t pid = std::atoi(ReadWholeFile(e.path()).c_str());
+    if (pid > 0) out[e.path().stem().string()] = CpuSeconds(pid);
+  }
+  return out;
 }
 
 struct ClusterSpec {
@@ -249,14 +300,16 @@ struct ClusterSpec {
   // (gateway a.b.c.1); "" for DHCP.
   std::string static_prefix;
   int first_host = 10;
+  std::string network = "default/vlan100";
 };
 
 // One management namespace, the manager that serves it, and the cluster
 // being provisioned or deleted in it.
 class ProvisionRun {
  public:
-  explicit ProvisionRun(std::string log_name)
+  explicit ProvisionRun(std::string log_name, Provider provider = Provider::kCaphv)
       : log_name_(std::move(log_name)),
+        provider_(provider),
         mgmt_(testing::Testbed::Get().Client(testing::kMgmt)),
         harvester_(testing::Testbed::Get().Client(testing::kHarvester)),
         ns_(testing::UniqueName("provision-bench")),
@@ -268,7 +321,7 @@ class ProvisionRun {
 
   // Namespace, identity Secret and a ready manager; an error message or "".
   std::string SetUp() {
-    if (!InstallCrds()) return "cannot install the CAPHV CRDs";
+    if (!InstallCrds(provider_)) return "cannot install the provider's CRDs";
     auto& bed = testing::Testbed::Get();
     kube::Object ns = {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns_}}}};
     if (auto r = mgmt_->Create(kube::resources::kNamespaces, "", ns); !r.ok()) {
@@ -283,27 +336,15 @@ class ProvisionRun {
     }
     log_path_ = std::filesystem::path(bed.dir()) / "logs" / (log_name_ + ".log");
     std::filesystem::create_directories(log_path_.parent_path());
-    metrics_port_ = testing::FreePort();
-    const int probe_port = testing::FreePort();
-    manager_ = std::make_unique<ManagerProcess>(
-        std::vector<std::string>{
-            testing::BuildPath("cmd/caphv-manager/caphv-manager"), "--kubeconfig",
-            bed.KubeconfigPath(testing::kMgmt), "--namespace", ns_, "--metrics-bind-address",
-            "127.0.0.1:" + std::to_string(metrics_port_), "--metrics-secure=false",
-            "--health-probe-bind-address", "127.0.0.1:" + std::to_string(probe_port),
-            // klog at 0, as the figures were measured (no flag means the Go
-            // manager's development-mode debug logging).
-            "-v=0"},
-        log_path_);
-    if (!manager_->started()) return "cannot start caphv-manager";
-    const bool ready = testing::Eventually(
-        [&] {
-          return testing::RunCommand("curl -fs -m 2 http://127.0.0.1:" +
-                                     std::to_string(probe_port) + "/readyz") == 0;
-        },
-        std::chrono::seconds(60), kPoll);
-    if (!ready) return "caphv-manager not ready, see " + log_path_.string();
-    return "";
+    return StartManager();
+  }
+
+  // Kills the manager (SIGKILL: nothing it held is written back) and starts
+  // a new one, ready; an error message or "". The log is appended to.
+  std::string RestartManager() {
+    manager_->Stop(SIGKILL);
+    manager_.reset();
+    return StartManager();
   }
 
   pid_t manager_pid() const { return manager_->pid(); }
@@ -425,6 +466,40 @@ class ProvisionRun {
  private:
   static constexpr char kIdentitySecret[] = "hv-identity";
 
+  // Starts the provider's manager and waits until it answers /readyz.
+  std::string StartManager() {
+    auto& bed = testing::Testbed::Get();
+    metrics_port_ = testing::FreePort();
+    const int probe_port = testing::FreePort();
+    const std::string metrics = "127.0.0.1:" + std::to_string(metrics_port_);
+    const std::string probe = "127.0.0.1:" + std::to_string(probe_port);
+    std::vector<std::string> args;
+    if (provider_ == Provider::kGo) {
+      args = {GoProviderBinary(),
+              "--kubeconfig=" + bed.KubeconfigPath(testing::kMgmt),
+              "--leader-elect=false",
+              "--metrics-bind-address=" + metrics,
+              "--health-probe-bind-address=" + probe,
+              "--zap-devel=false"};
+    } else {
+      args = {
+          testing::BuildPath("cmd/caphv-manager/caphv-manager"), "--kubeconfig",
+          bed.KubeconfigPath(testing::kMgmt), "--namespace", ns_, "--metrics-bind-address", metrics,
+          "--metrics-secure=false", "--health-probe-bind-address", probe,
+          // klog at 0 unless $CAPHV_BENCH_V says otherwise, as the
+          // figures were measured (no flag means the Go manager's
+          // development-mode debug logging).
+          "-v=" + std::string(std::getenv("CAPHV_BENCH_V") ? std::getenv("CAPHV_BENCH_V") : "0")};
+    }
+    manager_ = std::make_unique<ManagerProcess>(args, log_path_, /*append=*/restarts_++ > 0);
+    if (!manager_->started()) return "cannot start " + args.front();
+    const bool ready = testing::Eventually(
+        [&] { return testing::RunCommand("curl -fs -m 2 http://" + probe + "/readyz") == 0; },
+        std::chrono::seconds(60), kPoll);
+    if (!ready) return "the manager is not ready, see " + log_path_.string();
+    return "";
+  }
+
   std::string BootstrapSecret() const { return cluster_ + "-bootstrap"; }
 
   std::string CreateSecret(const std::string& name,
@@ -459,7 +534,7 @@ class ProvisionRun {
                                                            {"imageName", "default/image-ubuntu"},
                                                            {"volumeSize", "10Gi"},
                                                            {"bootOrder", 1}}})},
-                         {"networks", kube::Object::array({"default/vlan100"})}}}};
+                         {"networks", kube::Object::array({spec_.network})}}}};
     if (!spec_.static_prefix.empty()) {
       hm["spec"]["networkConfig"] = {
           {"address", spec_.static_prefix + std::to_string(spec_.first_host + i)},
@@ -488,6 +563,8 @@ class ProvisionRun {
   }
 
   std::string log_name_;
+  Provider provider_;
+  int restarts_ = 0;
   std::shared_ptr<kube::Client> mgmt_, harvester_;
   std::string ns_, target_ns_, cluster_;
   ClusterSpec spec_;

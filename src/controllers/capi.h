@@ -75,6 +75,14 @@ std::string NewerCapiVersionServed(std::string_view reading, const kube::Object&
 // Machine spec.bootstrap.dataSecretName ("" while the bootstrap provider works).
 std::string BootstrapDataSecretName(const kube::Object& machine);
 
+// What the cache of Cluster API Machines keeps (an informer transform): the
+// cached metadata, spec.clusterName, spec.bootstrap.dataSecretName,
+// spec.infrastructureRef, spec.failureDomain and status.nodeRef, the fields
+// the reconcilers, their watch predicates and the connection sweeper read.
+// Cluster API rewrites the rest (conditions, phase, addresses, node info) as
+// machines progress; kept whole it is most of a Machine.
+void CompactMachine(kube::Object& machine);
+
 // metadata.labels (empty when absent).
 std::map<std::string, std::string> LabelsOf(const kube::Object& o);
 

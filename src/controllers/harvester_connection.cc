@@ -8,6 +8,7 @@
 #include "harvester/identity_expiry.h"
 #include "harvester/naming.h"
 #include "harvester/resources.h"
+#include "harvester/vm_builder.h"
 #include "kube/base64.h"
 #include "kube/config.h"
 #include "kube/log.h"
@@ -48,19 +49,13 @@ kube::EventHandler MapHandler(const std::function<void(const kube::Object&)>& f)
 }  // namespace
 
 void CompactPvc(kube::Object& pvc) {
-  kube::Object meta = kube::Object::object();
-  if (auto m = pvc.find("metadata"); m != pvc.end() && m->is_object()) {
-    for (const char* k : {"name", "namespace", "uid", "labels", "annotations", "deletionTimestamp",
-                          "resourceVersion"}) {
-      if (auto v = m->find(k); v != m->end()) meta[k] = std::move(*v);
-    }
-  }
-  kube::Object out = kube::Object::object();
-  for (const char* k : {"apiVersion", "kind"}) {
-    if (auto v = pvc.find(k); v != pvc.end()) out[k] = std::move(*v);
-  }
-  out["metadata"] = std::move(meta);
-  pvc = std::move(out);
+  kube::KeepOnly(pvc, {{"metadata", "name"},
+                       {"metadata", "namespace"},
+                       {"metadata", "uid"},
+                       {"metadata", "labels"},
+                       {"metadata", "annotations"},
+                       {"metadata", "deletionTimestamp"},
+                       {"metadata", "resourceVersion"}});
 }
 
 void CompactHost(kube::Object& node) {
@@ -100,8 +95,8 @@ Connection::Connection(std::shared_ptr<kube::Client> client, std::string kubecon
     o.transform = std::move(transform);
     return std::make_shared<kube::Informer>(client_, std::move(o));
   };
-  vms_ = make(harvester::kVirtualMachines, ManagedSelector());
-  vmis_ = make(harvester::kVirtualMachineInstances, ManagedSelector());
+  vms_ = make(harvester::kVirtualMachines, ManagedSelector(), harvester::CompactVm);
+  vmis_ = make(harvester::kVirtualMachineInstances, ManagedSelector(), harvester::CompactVmi);
   // Every LoadBalancer: the Go provider's carry no labels and are adopted.
   lbs_ = make(harvester::kLoadBalancers, "");
   secrets_ = make(kube::resources::kSecrets, ManagedSelector(), CompactManagedSecret);

@@ -34,26 +34,62 @@ const kube::GroupVersionResource& HmGvr() {
 
 }  // namespace
 
+// Read-your-writes of the HarvesterMachine: the cache and this run's object
+// (which later patches and the status write start from) become what the
+// apiserver answered.
+void HarvesterMachineReconciler::RecordOwnWrite(Run& r, kube::Object written) {
+  ctx_.harvester_machines->RecordWrite(written);
+  r.object = std::make_shared<const kube::Object>(std::move(written));
+}
+
+void HarvesterMachineReconciler::RecallDeletion(MachineObservation& o) {
+  if (!o.deleting) return;
+  std::lock_guard lock(mu_);
+  auto it = deletions_.find(o.key + "/" + o.hm.metadata.uid);
+  if (it == deletions_.end()) return;
+  const DeletionMemo& m = it->second;
+  if (m.finalizer_removed) o.has_finalizer = false;
+  if (m.vm_gone && !o.vm) o.vm_absence_confirmed = true;
+  if (m.vm_delete_sent && o.vm && o.vm->ours) o.vm->deleting = true;
+}
+
+void HarvesterMachineReconciler::RememberDeletion(const MachineObservation& o,
+                                                  void (*mark)(DeletionMemo&)) {
+  if (!o.deleting) return;
+  std::lock_guard lock(mu_);
+  mark(deletions_[o.key + "/" + o.hm.metadata.uid]);
+}
+
+void HarvesterMachineReconciler::ConfirmVmGone(MachineObservation& o) {
+  o.vm_absence_confirmed = true;
+  RememberDeletion(o, [](DeletionMemo& m) { m.vm_gone = true; });
+}
+
 Status HarvesterMachineReconciler::Execute(Run& r, const MachineAction& a, MachineObservation& o) {
   const std::string ns = o.hc ? o.hc->spec.target_namespace : std::string();
   const std::string& name = o.hm.metadata.name;
   switch (a.kind) {
     case ActionKind::kAddFinalizer: {
       if (auto p = AddFinalizerPatch(*r.object, kMachineFinalizer, kLegacyMachineFinalizer)) {
-        CAPHV_RETURN_IF_ERROR(MergePatch(*ctx_.mgmt, HmGvr(), *r.object, *p));
+        CAPHV_ASSIGN_OR_RETURN(auto written, MergePatch(*ctx_.mgmt, HmGvr(), *r.object, *p));
+        RecordOwnWrite(r, std::move(written));
       }
       o.has_finalizer = true;
       return Status::Ok();
     }
     case ActionKind::kRemoveFinalizer: {
       if (auto p = RemoveFinalizerPatch(*r.object, kMachineFinalizer, kLegacyMachineFinalizer)) {
-        Status st = MergePatch(*ctx_.mgmt, HmGvr(), *r.object, *p);
-        if (!st.ok() && !st.IsNotFound()) return st;
+        auto written = MergePatch(*ctx_.mgmt, HmGvr(), *r.object, *p);
+        if (!written.ok() && !written.status().IsNotFound()) return written.status();
+        // The cache shows the finalizer gone until the deletion arrives, so a
+        // reconcile in between does not ask again.
+        if (written.ok()) RecordOwnWrite(r, std::move(written).value());
       }
       if (!o.cluster_name.empty()) {
         metrics::DeleteMachineStatus(r.req.ns + "/" + o.cluster_name, r.req.Key());
       }
       o.has_finalizer = false;
+      RememberDeletion(o, [](DeletionMemo& m) { m.finalizer_removed = true; });
       r.finalizer_removed = true;
       r.log.Info("Deleted the machine's VM and everything it used on Harvester");
       return Status::Ok();
@@ -96,7 +132,8 @@ Status HarvesterMachineReconciler::Execute(Run& r, const MachineAction& a, Machi
     }
     case ActionKind::kSetProviderID: {
       kube::Object patch = {{"spec", {{"providerID", a.value}}}};
-      CAPHV_RETURN_IF_ERROR(MergePatch(*ctx_.mgmt, HmGvr(), *r.object, patch));
+      CAPHV_ASSIGN_OR_RETURN(auto written, MergePatch(*ctx_.mgmt, HmGvr(), *r.object, patch));
+      RecordOwnWrite(r, std::move(written));
       o.hm.spec.provider_id = a.value;
       return Status::Ok();
     }
@@ -118,7 +155,7 @@ Status HarvesterMachineReconciler::Execute(Run& r, const MachineAction& a, Machi
       Status st = r.conn->client().Delete(harvester::kVirtualMachines, ns, name);
       if (st.IsNotFound()) {
         o.vm.reset();
-        o.vm_absence_confirmed = true;
+        ConfirmVmGone(o);
         return Status::Ok();
       }
       if (!st.ok()) {
@@ -126,7 +163,9 @@ Status HarvesterMachineReconciler::Execute(Run& r, const MachineAction& a, Machi
         return st;
       }
       o.vm->deleting = true;
-      Emit(r, {false, "VMDeleted", "deleting VirtualMachine " + ns + "/" + name});
+      RememberDeletion(o, [](DeletionMemo& m) { m.vm_delete_sent = true; });
+      // No Event: the object goes (Ready False, Deleting), the log says it.
+      r.log.Info("Deleting the VirtualMachine", {{"vm", ns + "/" + name}});
       return Status::Ok();
     }
     case ActionKind::kDeletePvc: {
@@ -153,7 +192,7 @@ Status HarvesterMachineReconciler::Execute(Run& r, const MachineAction& a, Machi
       if (vm.ok()) {
         o.vm = ViewOfVm(*vm, MachineIdentity(o));
       } else if (vm.status().IsNotFound()) {
-        o.vm_absence_confirmed = true;
+        ConfirmVmGone(o);
       } else {
         return vm.status();
       }
@@ -269,7 +308,9 @@ Status HarvesterMachineReconciler::CreateOrAdopt(Run& r, const MachineAction& a,
     if (vm) metrics::MachineCreateErrorsTotal().Increment();
     return written.status();
   } else if (vm) {
-    Emit(r, {false, "VMCreated", "created VirtualMachine " + ns + "/" + kube::NameOf(a.body)});
+    // No Event: the VMProvisioningReady condition and the log say it (a
+    // write per machine a user gains nothing from).
+    r.log.Info("Created the VirtualMachine", {{"vm", ns + "/" + kube::NameOf(a.body)}});
   }
   if (vm) {
     o.vm = ViewOfVm(*written, identity);
@@ -336,14 +377,12 @@ Status HarvesterMachineReconciler::InitializeNode(Run& r, const MachineAction& a
     metrics::NodeInitDuration().Observe(
         std::chrono::duration<double>(std::chrono::system_clock::now() - *since).count());
   }
-  std::string what;
-  if (before.provider_id.empty()) what = "set providerID " + a.value;
-  if (before.uninitialized) {
-    what += std::string(what.empty() ? "" : " and ") + "removed the taint " +
-            std::string(workload::kUninitializedTaint);
-  }
-  r.log.Info("Initialized the workload Node", {{"node", a.name}, {"providerID", a.value}});
-  Emit(r, {false, "NodeInitialized", "Node " + a.name + ": " + what});
+  // No Event: the NodeInitialized condition says it, with the time.
+  r.log.Info("Initialized the workload Node",
+             {{"node", a.name},
+              {"providerID", before.provider_id.empty() ? a.value : std::string()},
+              {"removedTaint",
+               before.uninitialized ? std::string(workload::kUninitializedTaint) : std::string()}});
   return Status::Ok();
 }
 

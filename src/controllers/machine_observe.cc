@@ -150,9 +150,11 @@ MachineObservation HarvesterMachineReconciler::Observe(Run& r) {
     }
   }
   if (!o.cluster_name.empty()) r.log = r.log.WithValues({{"Cluster", o.cluster_name}});
-  if (o.paused || !o.hc) return o;
-  ObserveHarvester(r, o);
-  ObserveWorkload(r, o);
+  if (!o.paused && o.hc) {
+    ObserveHarvester(r, o);
+    ObserveWorkload(r, o);
+  }
+  RecallDeletion(o);
   return o;
 }
 

@@ -265,4 +265,13 @@ harvester::ClusterIdentity MachineIdentity(const MachineObservation& obs);
 
 MachinePlan PlanMachine(const MachineObservation& obs);
 
+// Whether a planned status that differs from `reported` must be written at
+// once rather than held (StatusHold): it turns a condition into a failure
+// (`plan.events` has its Warning) or changes the failure fields; and, unless
+// the machine is `deleting` (it goes, and Cluster API reads none of it
+// then), it changes readiness, addresses, the IPPool record, or pauses.
+// Otherwise it only reports progress.
+bool StatusChangeIsUrgent(const api::HarvesterMachineStatus& reported, const MachinePlan& plan,
+                          bool deleting);
+
 }  // namespace caphv::controllers

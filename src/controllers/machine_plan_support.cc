@@ -3,6 +3,7 @@
 // The small functions of machine_plan.h beside the planner itself: action
 // names (logs, condition messages) and the machine's identities.
 
+#include "api/conditions.h"
 #include "controllers/machine_plan.h"
 
 namespace caphv::controllers {
@@ -60,6 +61,29 @@ std::string MachineOwnerId(const MachineObservation& obs) {
 
 harvester::ClusterIdentity MachineIdentity(const MachineObservation& obs) {
   return {obs.management_cluster_id, obs.hm.metadata.namespace_, obs.cluster_name};
+}
+
+bool StatusChangeIsUrgent(const api::HarvesterMachineStatus& reported, const MachinePlan& plan,
+                          bool deleting) {
+  const api::HarvesterMachineStatus& planned = plan.status;
+  if (!plan.events.empty() || planned.failure_reason != reported.failure_reason ||
+      planned.failure_message != reported.failure_message) {
+    return true;
+  }
+  if (deleting) return false;  // the object goes: its progress is the Ready reason only
+  const api::Condition* paused_before =
+      api::FindCondition(reported.conditions, api::kPausedCondition);
+  const api::Condition* paused_now = api::FindCondition(planned.conditions, api::kPausedCondition);
+  const bool paused_changed =
+      (paused_before == nullptr) != (paused_now == nullptr) ||
+      (paused_now != nullptr && paused_before->status != paused_now->status);
+  return planned.ready.value_or(false) != reported.ready.value_or(false) ||
+         (planned.initialization ? planned.initialization->provisioned.value_or(false) : false) !=
+             (reported.initialization ? reported.initialization->provisioned.value_or(false)
+                                      : false) ||
+         planned.addresses != reported.addresses ||
+         planned.allocated_ip_address != reported.allocated_ip_address ||
+         planned.allocated_pool_ref != reported.allocated_pool_ref || paused_changed;
 }
 
 }  // namespace caphv::controllers

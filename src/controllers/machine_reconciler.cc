@@ -75,7 +75,9 @@ kube::Result HarvesterMachineReconciler::Reconcile(const kube::Request& req) {
     // Deleted: nothing about it may outlive it (metric series, event
     // aggregation memory).
     if (ctx_.recorder) ctx_.recorder->ForgetObject("HarvesterMachine", req.ns, req.name);
+    status_hold_.Settled(key);
     std::lock_guard lock(mu_);
+    std::erase_if(deletions_, [&](const auto& d) { return d.first.starts_with(key + "/"); });
     if (auto it = cluster_of_.find(key); it != cluster_of_.end()) {
       metrics::DeleteMachineStatus(it->second, key);
       cluster_of_.erase(it);
@@ -159,12 +161,23 @@ kube::Result HarvesterMachineReconciler::Report(Run& r, const MachineObservation
   }
   const bool became_ready =
       plan.status.ready.value_or(false) && !o.hm.status.ready.value_or(false) && !o.deleting;
+  kube::Clock::Duration held = kube::Clock::Duration::zero();
   if ((plan.status != o.hm.status || o.status_foreign) && !r.finalizer_removed) {
+    held =
+        status_hold_.Pending(r.req.Key(), o.status_foreign || failed != nullptr ||
+                                              StatusChangeIsUrgent(o.hm.status, plan, o.deleting));
+  }
+  if (held == kube::Clock::Duration::zero() && (plan.status != o.hm.status || o.status_foreign) &&
+      !r.finalizer_removed) {
     auto written = (o.status_foreign ? ReplaceStatus : ApplyStatus)(
         *ctx_.mgmt, api::ResourceOf(api::Kind::kHarvesterMachine), *r.object,
         api::Encode(plan.status));
     if (written.ok()) {
       ctx_.harvester_machines->RecordWrite(*written);  // read-your-writes
+      if (const api::Condition* ready =
+              api::FindCondition(plan.status.conditions, api::kReadyCondition)) {
+        r.log.V(1).Info("Wrote the status", {{"ready", ready->status}, {"reason", ready->reason}});
+      }
       if (became_ready) {
         metrics::MachineCreationDuration().Observe(
             std::chrono::duration<double>(
@@ -172,20 +185,22 @@ kube::Result HarvesterMachineReconciler::Report(Run& r, const MachineObservation
                 api::ParseTime(o.vm ? o.vm->created : o.hm.metadata.creation_timestamp)
                     .value_or(std::chrono::system_clock::now()))
                 .count());
-        Emit(r,
-             {false, "VMReady", "VM runs with address " + plan.status.addresses.front().address});
+        r.log.Info("The machine is ready", {{"address", plan.status.addresses.front().address}});
       }
     } else if (!written.status().IsNotFound() && error.ok()) {
       return kube::Result::Error(written.status());
     }
   }
+  if (held == kube::Clock::Duration::zero()) status_hold_.Settled(r.req.Key());
   if (!error.ok()) {
     r.log.V(1).Info("Action failed", {{"action", std::string(ActionName(failed->kind))},
                                       {"error", error.message()}});
     return kube::Result::Error(error);
   }
   r.log.V(1).Info("Waiting", {{"for", plan.wait.why}});
-  return ResultOf(plan.wait);
+  // A held status comes back to be written when its hold ends.
+  return held == kube::Clock::Duration::zero() ? ResultOf(plan.wait)
+                                               : NoLaterThan(ResultOf(plan.wait), held);
 }
 
 }  // namespace caphv::controllers

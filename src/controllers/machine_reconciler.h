@@ -35,7 +35,8 @@ namespace caphv::controllers {
 
 class HarvesterMachineReconciler {
  public:
-  explicit HarvesterMachineReconciler(Context& ctx) : ctx_(ctx) {}
+  explicit HarvesterMachineReconciler(Context& ctx)
+      : ctx_(ctx), status_hold_(kube::Clock::Real()) {}
   kube::Result Reconcile(const kube::Request& req);
 
  private:
@@ -53,10 +54,27 @@ class HarvesterMachineReconciler {
   kube::Result Report(Run& r, const MachineObservation& o, MachinePlan plan,
                       const MachineAction* failed, const kube::Status& error);
   void Emit(Run& r, const EventNote& e);
+  void RecordOwnWrite(Run& r, kube::Object written);
+  // What this process did for a deleting machine, remembered until the
+  // machine leaves the cache, because the caches show it only when the watch
+  // events arrive and a reconcile may come first (another event of the
+  // machine): each of these writes is final, so none is repeated.
+  struct DeletionMemo {
+    bool vm_delete_sent = false;     // the VM's DELETE was answered
+    bool vm_gone = false;            // a live read found no VM
+    bool finalizer_removed = false;  // the finalizer's removal was answered
+  };
+  // Applies the memo of the machine to its observation.
+  void RecallDeletion(MachineObservation& o);
+  // Updates the memo of a deleting machine (no-op otherwise).
+  void RememberDeletion(const MachineObservation& o, void (*mark)(DeletionMemo&));
+  void ConfirmVmGone(MachineObservation& o);
 
   Context& ctx_;
   std::mutex mu_;
   std::map<std::string, std::string> cluster_of_;  // machine key -> "<ns>/<cluster>" (metrics)
+  std::map<std::string, DeletionMemo> deletions_;  // by "<machine key>/<uid>"
+  StatusHold status_hold_;
 };
 
 }  // namespace caphv::controllers

@@ -90,6 +90,34 @@ kube::Result ResultOf(const Wait& wait) {
   return kube::Result::Done();
 }
 
+kube::Result NoLaterThan(kube::Result result, kube::Clock::Duration d) {
+  if (!result.error.ok() || result.requeue) return result;
+  if (result.requeue_after == kube::Clock::Duration::zero() || result.requeue_after > d) {
+    result.requeue_after = d;
+  }
+  return result;
+}
+
+kube::Clock::Duration StatusHold::Pending(const std::string& key, bool urgent) {
+  std::lock_guard lock(mu_);
+  if (urgent) {
+    since_.erase(key);
+    return kube::Clock::Duration::zero();
+  }
+  const kube::Clock::TimePoint now = clock_.Now();
+  const kube::Clock::TimePoint since = since_.try_emplace(key, now).first->second;
+  if (now - since >= hold_) {
+    since_.erase(key);
+    return kube::Clock::Duration::zero();
+  }
+  return hold_ - (now - since);
+}
+
+void StatusHold::Settled(const std::string& key) {
+  std::lock_guard lock(mu_);
+  since_.erase(key);
+}
+
 double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }

@@ -15,13 +15,19 @@
 //     key is requeued after a delay (kRequeueAfter). A plan never blocks.
 //   * Executors perform one API call per action and fold the result into the
 //     observation; kMaxSteps bounds the observe-plan-execute loop.
+//   * Status writes a user would not see are folded (StatusHold): a change
+//     that only reports progress waits until it has been pending for
+//     kStatusHold, and a later state replaces it meanwhile; failures,
+//     readiness and deletion-critical fields are written at once.
 //
-// Thread safety: values and pure functions.
+// Thread safety: values and pure functions; StatusHold is thread-safe.
 
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -126,6 +132,39 @@ struct Wait {
 
 // The controller result of a plan that ended in `wait`.
 kube::Result ResultOf(const Wait& wait);
+
+// `result`, brought back after `d` at the latest (a result that retries
+// with backoff already comes back).
+kube::Result NoLaterThan(kube::Result result, kube::Clock::Duration d);
+
+// How long a progress-only status change may wait before it is written.
+// Provisioning on Harvester passes through states (VM provisioning, waiting
+// for its address) that last tens of seconds each, and those are published;
+// on a fast path a machine goes from created to running within this time and
+// writes its status once instead of once per state.
+inline constexpr auto kStatusHold = std::chrono::seconds(5);
+
+// Which status changes are held back, per object key. A reconciler asks
+// Pending() for every planned status that differs from the reported one and
+// writes it when that returns zero; it calls Settled() once the status is as
+// planned (written, or unchanged), and when the object is gone.
+class StatusHold {
+ public:
+  explicit StatusHold(kube::Clock& clock, kube::Clock::Duration hold = kStatusHold)
+      : clock_(clock), hold_(hold) {}
+
+  // Zero when the change is to be written now: `urgent`, or pending (since
+  // the first call after the last Settled()) for `hold` already. Otherwise
+  // the time left.
+  kube::Clock::Duration Pending(const std::string& key, bool urgent);
+  void Settled(const std::string& key);
+
+ private:
+  kube::Clock& clock_;
+  const kube::Clock::Duration hold_;
+  std::mutex mu_;
+  std::map<std::string, kube::Clock::TimePoint> since_;  // guarded by mu_
+};
 
 // Seconds of a steady-clock interval, for the reconcile-duration histograms.
 double SecondsSince(std::chrono::steady_clock::time_point start);

@@ -178,12 +178,14 @@ kube::StatusOr<std::unique_ptr<Controllers>> Controllers::New(std::shared_ptr<ku
 
   const std::string filter =
       options.watch_filter.empty() ? "" : "cluster.x-k8s.io/watch-filter=" + options.watch_filter;
-  auto informer = [&](const kube::GroupVersionResource& gvr, bool filtered, bool resync) {
+  auto informer = [&](const kube::GroupVersionResource& gvr, bool filtered, bool resync,
+                      std::function<void(Object&)> transform = {}) {
     kube::InformerOptions o;
     o.gvr = gvr;
     o.ns = options.watch_namespace;
     if (filtered) o.label_selector = filter;
     if (resync) o.resync_period = options.sync_period;
+    o.transform = std::move(transform);
     return std::make_shared<kube::Informer>(mgmt, std::move(o));
   };
   ctx.harvester_clusters =
@@ -201,7 +203,7 @@ kube::StatusOr<std::unique_ptr<Controllers>> Controllers::New(std::shared_ptr<ku
   capi_clusters.version = capi_machines.version = impl->capi_version;
   ctx.publish_failure_domains = impl->capi_version == "v1beta2";
   ctx.clusters = informer(capi_clusters, true, false);
-  ctx.machines = informer(capi_machines, true, false);
+  ctx.machines = informer(capi_machines, true, false, CompactMachine);
   {
     kube::InformerOptions o;
     o.gvr = kube::resources::kSecrets;

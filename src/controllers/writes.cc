@@ -28,11 +28,10 @@ kube::StatusOr<kube::Object> ReplaceStatus(kube::Client& client,
                       {{"status", status}}, options);
 }
 
-kube::Status MergePatch(kube::Client& client, const kube::GroupVersionResource& gvr,
-                        const kube::Object& object, const kube::Object& patch) {
-  auto out = client.Patch(gvr, kube::NamespaceOf(object), kube::NameOf(object),
-                          kube::PatchType::kMerge, patch);
-  return out.ok() ? kube::Status::Ok() : out.status();
+kube::StatusOr<kube::Object> MergePatch(kube::Client& client, const kube::GroupVersionResource& gvr,
+                                        const kube::Object& object, const kube::Object& patch) {
+  return client.Patch(gvr, kube::NamespaceOf(object), kube::NameOf(object), kube::PatchType::kMerge,
+                      patch);
 }
 
 kube::Status DeleteIfExists(kube::Client& client, const kube::GroupVersionResource& gvr,

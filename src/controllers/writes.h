@@ -32,9 +32,10 @@ kube::StatusOr<kube::Object> ReplaceStatus(kube::Client& client,
                                            const kube::GroupVersionResource& gvr,
                                            const kube::Object& object, const kube::Object& status);
 
-// Merge-patches `object` (metadata.finalizers, spec.providerID ...).
-kube::Status MergePatch(kube::Client& client, const kube::GroupVersionResource& gvr,
-                        const kube::Object& object, const kube::Object& patch);
+// Merge-patches `object` (metadata.finalizers, spec.providerID ...);
+// returns the object as written.
+kube::StatusOr<kube::Object> MergePatch(kube::Client& client, const kube::GroupVersionResource& gvr,
+                                        const kube::Object& object, const kube::Object& patch);
 
 // Deletes; NotFound counts as success.
 kube::Status DeleteIfExists(kube::Client& client, const kube::GroupVersionResource& gvr,

@@ -395,6 +395,23 @@ const kube::Object* At(const kube::Object& o, std::initializer_list<const char*>
 
 }  // namespace
 
+void CompactVm(kube::Object& vm) {
+  kube::KeepOnly(vm, kube::kCachedMetadata,
+                 {{"spec", "template", "spec", "volumes"},
+                  {"status", "ready"},
+                  {"status", "printableStatus"},
+                  {"status", "conditions"}});
+}
+
+void CompactVmi(kube::Object& vmi) {
+  kube::KeepOnly(vmi, kube::kCachedMetadata,
+                 {{"spec", "domain", "devices", "interfaces"},
+                  {"status", "phase"},
+                  {"status", "interfaces"},
+                  {"status", "phaseTransitionTimestamps"},
+                  {"status", "conditions"}});
+}
+
 std::vector<std::string> VmiAddresses(const kube::Object& vmi) {
   std::set<std::string> declared;
   if (const kube::Object* spec = At(vmi, {"spec", "domain", "devices", "interfaces"});

@@ -113,6 +113,15 @@ std::string CloudInitSecretOf(const kube::Object& vm);
 // pod-network addresses that are not the machine's.
 std::vector<std::string> VmiAddresses(const kube::Object& vmi);
 
+// What a cache of Harvester VMs / VMIs keeps (informer transforms): the
+// cached metadata and exactly the fields the readers above and the machine
+// planner's views read (a VM's volumes and annotations, its printable status,
+// readiness and conditions; a VMI's interfaces, phase, phase transitions and
+// conditions). A VM's domain, affinity and networks are what CAPHV wrote and
+// are never read back.
+void CompactVm(kube::Object& vm);
+void CompactVmi(kube::Object& vmi);
+
 // Quantity text as Kubernetes canonicalises an integer of bytes ("4Gi",
 // "100Mi", "2863311530") or of milli-cores ("2", "125m").
 std::string FormatBytes(int64_t bytes);

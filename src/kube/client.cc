@@ -141,7 +141,8 @@ StatusOr<ObjectList> Client::List(const GroupVersionResource& gvr, std::string_v
 }
 
 StatusOr<ObjectList> Client::ListAll(const GroupVersionResource& gvr, std::string_view ns,
-                                     ListOptions options, int64_t page_size) {
+                                     ListOptions options, int64_t page_size,
+                                     const std::function<void(Object&)>& each) {
   ObjectList all;
   options.limit = page_size;
   options.continue_token.clear();
@@ -154,11 +155,18 @@ StatusOr<ObjectList> Client::ListAll(const GroupVersionResource& gvr, std::strin
         full.limit = 0;
         full.continue_token.clear();
         full.resource_version = "";
-        return List(gvr, ns, full);
+        auto whole = List(gvr, ns, full);
+        if (whole.ok() && each) {
+          for (auto& item : whole->items) each(item);
+        }
+        return whole;
       }
       return page.status();
     }
-    for (auto& item : page->items) all.items.push_back(std::move(item));
+    for (auto& item : page->items) {
+      if (each) each(item);
+      all.items.push_back(std::move(item));
+    }
     all.resource_version = page->resource_version;
     if (page->continue_token.empty()) break;
     options.continue_token = page->continue_token;

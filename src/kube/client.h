@@ -107,8 +107,12 @@ class Client {
                             const ListOptions& options = {});
 
   // All pages, following continue tokens; restarts unpaged when a token expires.
+  // `each` (optional) is applied to every item as its page arrives, before
+  // the next page is read: an informer's transform, so that a large
+  // collection is never held whole before it is compacted.
   StatusOr<ObjectList> ListAll(const GroupVersionResource& gvr, std::string_view ns,
-                               ListOptions options = {}, int64_t page_size = 500);
+                               ListOptions options = {}, int64_t page_size = 500,
+                               const std::function<void(Object&)>& each = {});
 
   // Streams events until the server ends the stream (returns OK), the handler
   // returns false (OK), `stop` is requested (Cancelled) or an error occurs. A

@@ -26,6 +26,11 @@ ReflectorOptions ToReflectorOptions(const InformerOptions& o) {
   r.label_selector = o.label_selector;
   r.field_selector = o.field_selector;
   r.page_size = o.page_size;
+  // Replace() prepares the items again (both steps are idempotent).
+  r.list_item = [transform = o.transform](Object& item) {
+    CompactObject(item);
+    if (transform) transform(item);
+  };
   r.backoff = o.backoff;
   r.clock = o.clock;
   return r;

@@ -59,7 +59,8 @@ Status Reflector::ListOnce(std::string& relist_rv) {
   lo.label_selector = options_.label_selector;
   lo.field_selector = options_.field_selector;
   lo.resource_version = relist_rv;
-  StatusOr<ObjectList> list = client_->ListAll(options_.gvr, options_.ns, lo, options_.page_size);
+  StatusOr<ObjectList> list =
+      client_->ListAll(options_.gvr, options_.ns, lo, options_.page_size, options_.list_item);
   if (!list.ok() && list.status().IsGone() && !relist_rv.empty()) {
     // The resourceVersion we asked for is compacted away: read the latest.
     {
@@ -68,7 +69,7 @@ Status Reflector::ListOnce(std::string& relist_rv) {
     }
     relist_rv.clear();
     lo.resource_version.clear();
-    list = client_->ListAll(options_.gvr, options_.ns, lo, options_.page_size);
+    list = client_->ListAll(options_.gvr, options_.ns, lo, options_.page_size, options_.list_item);
   }
   if (!list.ok()) return list.status();
   std::string rv = list->resource_version;

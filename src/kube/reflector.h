@@ -56,6 +56,9 @@ struct ReflectorOptions {
   std::string label_selector;
   std::string field_selector;
   int64_t page_size = 500;
+  // Applied to each listed item as its page arrives (the informer's
+  // compaction), so a LIST never holds the whole collection uncompacted.
+  std::function<void(Object&)> list_item;
   Backoff::Options backoff;
   Clock* clock = nullptr;  // default: Clock::Real()
 };

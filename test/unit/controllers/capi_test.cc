@@ -107,5 +107,44 @@ TEST(CapiTest, BootstrapDataSecretName) {
   EXPECT_EQ(BootstrapDataSecretName(Object{{"spec", Object::object()}}), "");
 }
 
+// The cache keeps what the reconcilers and their watch predicates read of a
+// Machine (v1beta1 and v1beta2 shapes) and none of what Cluster API rewrites
+// as the machine progresses.
+TEST(CapiTest, ACompactMachineKeepsWhatIsReadAndDropsTheRest) {
+  for (const char* json : {
+           R"({"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Machine",
+             "metadata": {"name": "m", "namespace": "ns", "labels": {"cluster.x-k8s.io/cluster-name": "c"},
+               "annotations": {"cluster.x-k8s.io/paused": ""}, "deletionTimestamp": "t",
+               "managedFields": [{"manager": "capi"}]},
+             "spec": {"clusterName": "c", "bootstrap": {"dataSecretName": "b", "configRef": {"name": "x"}},
+               "infrastructureRef": {"kind": "HarvesterMachine", "name": "hm"}, "failureDomain": "zone-a",
+               "version": "v1.33.1"},
+             "status": {"nodeRef": {"name": "n"}, "phase": "Running", "addresses": [{"type": "x"}],
+               "conditions": [{"type": "Ready", "status": "True"}]}})",
+           R"({"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Machine",
+             "metadata": {"name": "m", "namespace": "ns"},
+             "spec": {"clusterName": "c", "bootstrap": {"dataSecretName": "b"},
+               "infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io",
+                                     "kind": "HarvesterMachine", "name": "hm"}},
+             "status": {"nodeRef": {"name": "n"}, "deprecated": {"v1beta1": {"conditions": []}}}})"}) {
+    const Object machine = Object::parse(json);
+    Object compact = machine;
+    CompactMachine(compact);
+    EXPECT_EQ(BootstrapDataSecretName(compact), BootstrapDataSecretName(machine));
+    EXPECT_EQ(IsPaused(nullptr, compact), IsPaused(nullptr, machine));
+    EXPECT_EQ(IsDeleting(compact), IsDeleting(machine));
+    EXPECT_EQ(LabelsOf(compact), LabelsOf(machine));
+    EXPECT_EQ(compact["spec"]["infrastructureRef"], machine["spec"]["infrastructureRef"]);
+    EXPECT_EQ(compact["status"]["nodeRef"], machine["status"]["nodeRef"]);
+    EXPECT_EQ(compact["spec"].value("failureDomain", ""),
+              machine["spec"].value("failureDomain", ""));
+    EXPECT_EQ(kube::KeyOf(compact), kube::KeyOf(machine));
+    EXPECT_FALSE(compact["status"].contains("conditions"));
+    EXPECT_FALSE(compact["status"].contains("deprecated"));
+    EXPECT_FALSE(compact["spec"].contains("version"));
+    EXPECT_FALSE(compact["metadata"].contains("managedFields"));
+  }
+}
+
 }  // namespace
 }  // namespace caphv::controllers

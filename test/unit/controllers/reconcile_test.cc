@@ -1,7 +1,7 @@
 // File: test/unit/controllers/reconcile_test.cc
 //
 // The pieces every reconciler shares: conditions with transition-based
-// warnings, the one Ready rule, the Paused condition.
+// warnings, the one Ready rule, the Paused condition, the status hold.
 
 #include "controllers/reconcile.h"
 
@@ -77,6 +77,48 @@ TEST(ReconcileTest, AWaitBecomesTheControllerResult) {
   EXPECT_EQ(ResultOf(Wait::ForEvent("x")).requeue_after, kube::Clock::Duration::zero());
   EXPECT_EQ(ResultOf(Wait::After(std::chrono::seconds(7), "x")).requeue_after,
             std::chrono::seconds(7));
+}
+
+TEST(ReconcileTest, AHeldStatusComesBackNoLaterThanItsHoldEnds) {
+  using std::chrono::seconds;
+  EXPECT_EQ(NoLaterThan(kube::Result::Done(), seconds(3)).requeue_after, seconds(3));
+  EXPECT_EQ(NoLaterThan(kube::Result::RequeueAfter(seconds(1)), seconds(3)).requeue_after,
+            seconds(1));
+  EXPECT_EQ(NoLaterThan(kube::Result::RequeueAfter(seconds(60)), seconds(3)).requeue_after,
+            seconds(3));
+  // An error is retried with backoff anyway.
+  const kube::Result error =
+      NoLaterThan(kube::Result::Error(kube::Status(kube::StatusCode::kInternal, "x")), seconds(3));
+  EXPECT_FALSE(error.error.ok());
+  EXPECT_EQ(error.requeue_after, kube::Clock::Duration::zero());
+}
+
+TEST(StatusHoldTest, ProgressWaitsForTheHoldThenIsWritten) {
+  using std::chrono::seconds;
+  kube::FakeClock clock;
+  StatusHold hold(clock, seconds(5));
+  EXPECT_EQ(hold.Pending("ns/a", false), seconds(5));
+  clock.Step(seconds(2));
+  // A later state replaces the held one; the hold runs from the first.
+  EXPECT_EQ(hold.Pending("ns/a", false), seconds(3));
+  EXPECT_EQ(hold.Pending("ns/b", false), seconds(5));  // per key
+  clock.Step(seconds(3));
+  EXPECT_EQ(hold.Pending("ns/a", false), kube::Clock::Duration::zero());
+  // Written: the next progress starts a new hold.
+  hold.Settled("ns/a");
+  EXPECT_EQ(hold.Pending("ns/a", false), seconds(5));
+}
+
+TEST(StatusHoldTest, UrgentIsWrittenAtOnceAndSettledForgets) {
+  using std::chrono::seconds;
+  kube::FakeClock clock;
+  StatusHold hold(clock, seconds(5));
+  EXPECT_EQ(hold.Pending("ns/a", false), seconds(5));
+  EXPECT_EQ(hold.Pending("ns/a", true), kube::Clock::Duration::zero());
+  EXPECT_EQ(hold.Pending("ns/a", false), seconds(5));
+  clock.Step(seconds(4));
+  hold.Settled("ns/a");  // the status became as planned without a write
+  EXPECT_EQ(hold.Pending("ns/a", false), seconds(5));
 }
 
 TEST(ToOurConditionsTest, TheGoProvidersConditionsAreTurnedIntoOurShape) {

@@ -407,5 +407,56 @@ TEST(VmiAddressesTest, NoAgentNoAddress) {
   EXPECT_TRUE(VmiAddresses(kube::Object::object()).empty());
 }
 
+// The cache keeps a VM as CompactVm leaves it: every reader still gives what
+// it gives on the whole VM, and what CAPHV wrote and never reads is gone.
+TEST(CompactVmTest, TheReadersReadTheSameFromTheCompactVm) {
+  Object vm = Build(ControlPlaneInputs());
+  vm["metadata"]["uid"] = "vm-uid";
+  vm["metadata"]["resourceVersion"] = "12";
+  vm["metadata"]["managedFields"] = Object::array({{{"manager", "caphv"}}});
+  vm["status"] = Object::parse(R"({"printableStatus": "Running", "ready": true, "created": true,
+      "conditions": [{"type": "Ready", "status": "True"}],
+      "volumeSnapshotStatuses": [{"name": "disk-0", "enabled": false}]})");
+  Object compact = vm;
+  CompactVm(compact);
+  EXPECT_EQ(CloudInitSecretOf(compact), CloudInitSecretOf(vm));
+  EXPECT_FALSE(CloudInitSecretOf(vm).empty());
+  EXPECT_EQ(PvcNamesOf(compact), PvcNamesOf(vm));
+  EXPECT_FALSE(PvcNamesOf(vm).empty());
+  EXPECT_EQ(RemovePvcsPatch(compact), RemovePvcsPatch(vm));
+  EXPECT_EQ(compact["metadata"]["labels"], vm["metadata"]["labels"]);
+  EXPECT_EQ(compact["status"]["conditions"], vm["status"]["conditions"]);
+  EXPECT_EQ(compact["status"]["printableStatus"], "Running");
+  EXPECT_FALSE(compact["metadata"].contains("managedFields"));
+  EXPECT_FALSE(compact["spec"]["template"]["spec"].contains("domain"));
+  EXPECT_FALSE(compact["spec"]["template"]["spec"].contains("affinity"));
+  EXPECT_FALSE(compact["status"].contains("volumeSnapshotStatuses"));
+  EXPECT_EQ(kube::KeyOf(compact), kube::KeyOf(vm));
+  EXPECT_LT(compact.dump().size(), vm.dump().size() / 2);
+}
+
+TEST(CompactVmTest, AVmiKeepsItsAddressesPhaseAndRunningSince) {
+  Object vmi = Object::parse(R"({"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstance",
+    "metadata": {"name": "m-0", "namespace": "hv", "labels": {"l": "v"}},
+    "spec": {"domain": {"cpu": {"cores": 2}, "devices": {"interfaces": [{"name": "nic-0"}],
+             "disks": [{"name": "disk-0"}]}}},
+    "status": {"phase": "Running", "nodeName": "h1", "guestOSInfo": {"id": "ubuntu"},
+      "interfaces": [{"name": "nic-0", "ipAddress": "10.9.0.7"},
+                     {"interfaceName": "cni0", "ipAddress": "10.42.0.1"}],
+      "phaseTransitionTimestamps": [{"phase": "Running", "phaseTransitionTimestamp": "t"}],
+      "conditions": [{"type": "Ready", "status": "True"}],
+      "volumeStatus": [{"name": "disk-0", "target": "vda"}]}})");
+  Object compact = vmi;
+  CompactVmi(compact);
+  EXPECT_EQ(VmiAddresses(compact), VmiAddresses(vmi));
+  EXPECT_EQ(VmiAddresses(vmi), std::vector<std::string>{"10.9.0.7"});
+  EXPECT_EQ(compact["status"]["phase"], "Running");
+  EXPECT_EQ(compact["status"]["phaseTransitionTimestamps"],
+            vmi["status"]["phaseTransitionTimestamps"]);
+  EXPECT_FALSE(compact["status"].contains("guestOSInfo"));
+  EXPECT_FALSE(compact["status"].contains("volumeStatus"));
+  EXPECT_FALSE(compact["spec"]["domain"].contains("cpu"));
+}
+
 }  // namespace
 }  // namespace caphv::harvester
