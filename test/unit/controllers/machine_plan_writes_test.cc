@@ -95,6 +95,27 @@ TEST(MachinePlanWritesTest, ProgressMayWaitAFailureReadinessOrAnAddressMayNot) {
   EXPECT_TRUE(StatusChangeIsUrgent(o.hm.status, failing, false));
 }
 
+// Whose write initialised the Node is known only to the reconcile that wrote
+// it: that status is not held for a later reconcile to misreport.
+TEST(MachinePlanWritesTest, TheNodeInitialisedHereIsWrittenAtOnce) {
+  MachineObservation o = Base(false);
+  o.vm = OurVm();
+  o.hm.spec.provider_id = "harvester://vm-uid";
+  o.vmi = VmiView{"Running", {{"ExternalIP", "10.9.0.7"}}};
+  o.control_plane = true;
+  o.workload = {true, "", "", {}, "https://workload"};
+  o.node = workload::NodeView{"m-0", "", true};
+  for (int i = 0; i < 3; ++i) o.hm.status = PlanMachine(o).status;
+  MachinePlan p = PlanMachine(o);
+  ASSERT_TRUE(p.action);
+  ASSERT_EQ(p.action->kind, ActionKind::kInitializeNode);
+  o.node = workload::NodeView{"m-0", "harvester://vm-uid", false};
+  o.node_initialized_here = true;
+  p = PlanMachine(o);
+  ASSERT_EQ(Reason(p, kNodeInitialized), "NodeInitialized");
+  EXPECT_TRUE(StatusChangeIsUrgent(o.hm.status, p, false));
+}
+
 TEST(MachinePlanWritesTest, AnUnsetInitializationIsNotProvisionedFalse) {
   api::HarvesterMachineStatus reported;  // a machine seen the first time
   MachinePlan p;
