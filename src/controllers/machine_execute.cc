@@ -42,9 +42,10 @@ void HarvesterMachineReconciler::RecordOwnWrite(Run& r, kube::Object written) {
   r.object = std::make_shared<const kube::Object>(std::move(written));
 }
 
-void HarvesterMachineReconciler::RecallDeletion(MachineObservation& o) {
-  if (!o.deleting) return;
+void HarvesterMachineReconciler::Recall(MachineObservation& o) {
   std::lock_guard lock(mu_);
+  o.node_initialized_here |= nodes_initialized_.contains(o.key + "/" + o.hm.metadata.uid);
+  if (!o.deleting) return;
   auto it = deletions_.find(o.key + "/" + o.hm.metadata.uid);
   if (it == deletions_.end()) return;
   const DeletionMemo& m = it->second;
@@ -373,6 +374,10 @@ Status HarvesterMachineReconciler::InitializeNode(Run& r, const MachineAction& a
   const workload::NodeView before = o.node.value_or(workload::NodeView{});
   o.node = workload::ViewOfNode(*patched);
   o.node_initialized_here = true;
+  {
+    std::lock_guard lock(mu_);
+    nodes_initialized_.insert(o.key + "/" + o.hm.metadata.uid);
+  }
   if (auto since = api::ParseTime(o.vmi ? o.vmi->running_since : std::string())) {
     metrics::NodeInitDuration().Observe(
         std::chrono::duration<double>(std::chrono::system_clock::now() - *since).count());

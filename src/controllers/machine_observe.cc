@@ -154,7 +154,7 @@ MachineObservation HarvesterMachineReconciler::Observe(Run& r) {
     ObserveHarvester(r, o);
     ObserveWorkload(r, o);
   }
-  RecallDeletion(o);
+  Recall(o);
   return o;
 }
 

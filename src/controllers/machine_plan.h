@@ -269,9 +269,7 @@ MachinePlan PlanMachine(const MachineObservation& obs);
 // once rather than held (StatusHold): it turns a condition into a failure
 // (`plan.events` has its Warning) or changes the failure fields; and, unless
 // the machine is `deleting` (it goes, and Cluster API reads none of it
-// then), it changes readiness, addresses, the IPPool record, initialises the
-// Node (NodeInitialized turns True: its reason says whose write it was, which
-// only this reconcile knows), or pauses.
+// then), it changes readiness, addresses, the IPPool record, or pauses.
 // Otherwise it only reports progress.
 bool StatusChangeIsUrgent(const api::HarvesterMachineStatus& reported, const MachinePlan& plan,
                           bool deleting);

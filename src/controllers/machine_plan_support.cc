@@ -77,13 +77,7 @@ bool StatusChangeIsUrgent(const api::HarvesterMachineStatus& reported, const Mac
   const bool paused_changed =
       (paused_before == nullptr) != (paused_now == nullptr) ||
       (paused_now != nullptr && paused_before->status != paused_now->status);
-  // The Node's initialisation is decided once, and its reason says whose
-  // write it was, which only the reconcile that wrote knows.
-  const api::Condition* node_before = api::FindCondition(reported.conditions, kNodeInitialized);
-  const api::Condition* node_now = api::FindCondition(planned.conditions, kNodeInitialized);
-  const bool node_initialized = node_now != nullptr && node_now->status == api::kConditionTrue &&
-                                (node_before == nullptr || node_before->status != node_now->status);
-  return node_initialized || planned.ready.value_or(false) != reported.ready.value_or(false) ||
+  return planned.ready.value_or(false) != reported.ready.value_or(false) ||
          (planned.initialization ? planned.initialization->provisioned.value_or(false) : false) !=
              (reported.initialization ? reported.initialization->provisioned.value_or(false)
                                       : false) ||

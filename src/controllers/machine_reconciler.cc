@@ -78,6 +78,8 @@ kube::Result HarvesterMachineReconciler::Reconcile(const kube::Request& req) {
     status_hold_.Settled(key);
     std::lock_guard lock(mu_);
     std::erase_if(deletions_, [&](const auto& d) { return d.first.starts_with(key + "/"); });
+    std::erase_if(nodes_initialized_,
+                  [&](const std::string& k) { return k.starts_with(key + "/"); });
     if (auto it = cluster_of_.find(key); it != cluster_of_.end()) {
       metrics::DeleteMachineStatus(it->second, key);
       cluster_of_.erase(it);

@@ -25,6 +25,7 @@
 
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 
 #include "controllers/context.h"
@@ -64,8 +65,9 @@ class HarvesterMachineReconciler {
     bool vm_gone = false;            // a live read found no VM
     bool finalizer_removed = false;  // the finalizer's removal was answered
   };
-  // Applies the memo of the machine to its observation.
-  void RecallDeletion(MachineObservation& o);
+  // Applies what this process remembers of the machine (its DeletionMemo,
+  // nodes_initialized_) to its observation.
+  void Recall(MachineObservation& o);
   // Updates the memo of a deleting machine (no-op otherwise).
   void RememberDeletion(const MachineObservation& o, void (*mark)(DeletionMemo&));
   void ConfirmVmGone(MachineObservation& o);
@@ -74,6 +76,10 @@ class HarvesterMachineReconciler {
   std::mutex mu_;
   std::map<std::string, std::string> cluster_of_;  // machine key -> "<ns>/<cluster>" (metrics)
   std::map<std::string, DeletionMemo> deletions_;  // by "<machine key>/<uid>"
+  // "<machine key>/<uid>" of machines whose Node this process initialised:
+  // the NodeInitialized reason a held status reports later (not kept across
+  // a restart, after which the condition, once written, is final anyway).
+  std::set<std::string> nodes_initialized_;
   StatusHold status_hold_;
 };
 

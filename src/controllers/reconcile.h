@@ -142,7 +142,7 @@ kube::Result NoLaterThan(kube::Result result, kube::Clock::Duration d);
 // for its address) that last tens of seconds each, and those are published;
 // on a fast path a machine goes from created to running within this time and
 // writes its status once instead of once per state.
-inline constexpr auto kStatusHold = std::chrono::seconds(5);
+inline constexpr auto kStatusHold = std::chrono::seconds(10);
 
 // Which status changes are held back, per object key. A reconciler asks
 // Pending() for every planned status that differs from the reported one and
