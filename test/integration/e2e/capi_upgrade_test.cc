@@ -241,6 +241,23 @@ TEST_F(CapiUpgradeTest, CoreUpgradedUnderRunningCaphvReplacesNothingAndNoConditi
   ASSERT_NO_FATAL_FAILURE(ProvisionCluster(&pool, &before));
   const auto addresses = Allocated(pool.name);
   std::cout << "3 machines on Cluster API 1.10 after " << SecondsSinceStart() << " s\n";
+  // The machines' last progress (their Nodes registered and initialised) is
+  // published after CAPHV's status hold: the baseline is taken once every
+  // condition of every HarvesterMachine is True.
+  ASSERT_TRUE(Eventually(
+      [&] {
+        const auto machines = HarvesterMachines();
+        if (machines.size() != 3) return false;
+        for (const auto& m : machines) {
+          for (const auto& c :
+               m.value("status", Object::object()).value("conditions", Object::array())) {
+            if (c.value("status", "") != "True") return false;
+          }
+        }
+        return true;
+      },
+      kWait, kPoll))
+      << MachinesSummary();
 
   Recorder recorder(ns(), cluster_, target_ns_);
   ASSERT_EQ(recorder.Baseline().size(), 6u);  // three Machines, three VMs
