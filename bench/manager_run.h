@@ -1,8 +1,7 @@
 // File: bench/manager_run.h
 //
 // What the end-to-end benchmarks (provision_bench, memory_cycle_bench) share:
-// a caphv-manager child process, readings of its /proc entries and /metrics,
-// and ProvisionRun, one management namespace served by that manager in which
+// the provider's manager and CRDs, and ProvisionRun, one management namespace served by that manager in which
 // clusters of N machines are created and deleted one after the other.
 //
 //   ProvisionRun run("provision-bench-50");   // log: $CAPHV_TESTBED/logs/<it>.log
@@ -27,41 +26,27 @@
 // hack/build-testbins.sh caphv-go; it serves every namespace and runs with its
 // own CRDs, which InstallCrds applies over CAPHV's).
 //
-// Header-only (bench binaries are single files). Thread safety: one driver
-// thread; ResidentSampler reads /proc on its own thread.
+// The child process and its /proc and /metrics readings are in
+// process_readings.h. Header-only (bench binaries are single files). Thread
+// safety: one driver thread.
 
 #pragma once
 
-#include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <map>
 #include <memory>
-#include <optional>
-#include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "kube/base64.h"
 #include "kube/client.h"
+#include "process_readings.h"
 #include "support/testbed.h"
 
-extern char** environ;
-
 namespace caphv::bench {
-
-using BenchClock = std::chrono::steady_clock;
 
 inline const kube::GroupVersionResource kClusters{"cluster.x-k8s.io", "v1beta1", "clusters", true};
 inline const kube::GroupVersionResource kMachines{"cluster.x-k8s.io", "v1beta1", "machines", true};
@@ -74,168 +59,6 @@ inline const kube::GroupVersionResource kVirtualMachines{"kubevirt.io", "v1", "v
 
 inline constexpr char kClusterNameLabel[] = "cluster.x-k8s.io/cluster-name";
 inline constexpr auto kPoll = std::chrono::milliseconds(250);
-
-inline std::string ReadWholeFile(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-inline double SecondsSince(BenchClock::time_point start) {
-  return std::chrono::duration<double>(BenchClock::now() - start).count();
-}
-
-// A "Key:   123 kB" field of a /proc file of `pid` in KiB, 0 when unreadable.
-inline int64_t ProcKiB(pid_t pid, const char* file, std::string_view key) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/" + file);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.size() > key.size() && line.compare(0, key.size(), key) == 0 &&
-        line[key.size()] == ':') {
-      return std::atoll(line.c_str() + key.size() + 1);
-    }
-  }
-  return 0;
-}
-
-// VmRSS of `pid` in KiB, 0 when unreadable.
-inline int64_t ResidentKiB(pid_t pid) { return ProcKiB(pid, "status", "VmRSS"); }
-
-inline double MiB(int64_t kib) { return static_cast<double>(kib) / 1024.0; }
-
-// User + system CPU seconds `pid` has used so far, 0 when unreadable.
-inline double CpuSeconds(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  // Fields after the parenthesised command name; utime and stime are the
-  // 14th and 15th fields of the whole line, the 12th and 13th after it.
-  const auto close = stat.rfind(')');
-  if (close == std::string::npos) return 0;
-  std::istringstream fields(stat.substr(close + 2));
-  std::string field;
-  double ticks = 0;
-  for (int i = 1; i <= 13 && fields >> field; ++i) {
-    if (i >= 12) ticks += std::atof(field.c_str());
-  }
-  return ticks / static_cast<double>(::sysconf(_SC_CLK_TCK));
-}
-
-// caphv-manager as a child process, stdout and stderr into one log file;
-// SIGKILLed when destroyed while still running.
-class ManagerProcess {
- public:
-  ManagerProcess(std::vector<std::string> args, const std::filesystem::path& log_path,
-                 bool append = false) {
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, log_path.c_str(),
-                                     O_WRONLY | O_CREAT | (append ? O_APPEND : O_TRUNC), 0644);
-    posix_spawn_file_actions_adddup2(&actions, 1, 2);
-    if (posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ) != 0) pid_ = -1;
-    posix_spawn_file_actions_destroy(&actions);
-  }
-  ~ManagerProcess() { Stop(SIGKILL); }
-  ManagerProcess(const ManagerProcess&) = delete;
-  ManagerProcess& operator=(const ManagerProcess&) = delete;
-
-  bool started() const { return pid_ > 0; }
-  pid_t pid() const { return pid_; }
-
-  // Sends `sig`, waits up to 15 s, then SIGKILLs.
-  void Stop(int sig) {
-    if (pid_ <= 0 || exited_) return;
-    ::kill(pid_, sig);
-    if (!WaitForExit(std::chrono::seconds(15))) {
-      ::kill(pid_, SIGKILL);
-      WaitForExit(std::chrono::seconds(5));
-    }
-  }
-
- private:
-  bool WaitForExit(std::chrono::milliseconds timeout) {
-    const auto deadline = BenchClock::now() + timeout;
-    while (!exited_) {
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        exited_ = true;
-      } else if (BenchClock::now() >= deadline) {
-        return false;
-      } else {
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      }
-    }
-    return true;
-  }
-
-  pid_t pid_ = -1;
-  bool exited_ = false;
-};
-
-// Samples the VmRSS of a process every 200 ms on its own thread, keeping the
-// peak.
-class ResidentSampler {
- public:
-  explicit ResidentSampler(pid_t pid)
-      : thread_([this, pid](std::stop_token stop) {
-          while (!stop.stop_requested()) {
-            const int64_t kib = ResidentKiB(pid);
-            int64_t seen = peak_kib_.load();
-            while (kib > seen && !peak_kib_.compare_exchange_weak(seen, kib)) {
-            }
-            std::this_thread::sleep_for(std::chrono::milliseconds(200));
-          }
-        }) {}
-
-  int64_t peak_kib() const { return peak_kib_.load(); }
-
- private:
-  std::atomic<int64_t> peak_kib_{0};
-  std::jthread thread_;
-};
-
-// The manager's Prometheus text; nullopt when /metrics is unreachable.
-inline std::optional<std::string> MetricsText(int metrics_port) {
-  std::string text;
-  if (testing::RunCommand(
-          "curl -fs -m 5 http://127.0.0.1:" + std::to_string(metrics_port) + "/metrics", &text) !=
-      0) {
-    return std::nullopt;
-  }
-  return text;
-}
-
-// controller_runtime_reconcile_total{controller="<controller>",result=...}
-// from the manager's Prometheus text, by result ("success", "error",
-// "requeue", "requeue_after"); nullopt when /metrics is unreachable.
-inline std::optional<std::map<std::string, double>> ReconcilesByResult(
-    int metrics_port, const std::string& controller) {
-  const auto text = MetricsText(metrics_port);
-  if (!text) return std::nullopt;
-  const std::string series = "controller_runtime_reconcile_total{";
-  const std::string controller_label = "controller=\"" + controller + "\"";
-  const std::string result_label = "result=\"";
-  std::map<std::string, double> totals;
-  std::istringstream lines(*text);
-  std::string line;
-  while (std::getline(lines, line)) {
-    if (line.rfind(series, 0) != 0) continue;
-    const auto close = line.find('}');
-    if (close == std::string::npos) continue;
-    const std::string labels = line.substr(series.size(), close - series.size());
-    if (labels.find(controller_label) == std::string::npos) continue;
-    const auto r = labels.find(result_label);
-    if (r == std::string::npos) continue;
-    const auto value_start = r + result_label.size();
-    const std::string result =
-        labels.substr(value_start, labels.find('"', value_start) - value_start);
-    totals[result] += std::atof(line.c_str() + close + 1);
-  }
-  return totals;
-}
 
 enum class Provider { kCaphv, kGo };
 

@@ -14,17 +14,24 @@ namespace {
 
 using namespace machine_plan_test;  // NOLINT(google-build-using-namespace)
 
-// A machine that runs with an address, its Node registered and initialised:
-// the observation a new manager makes of it after a restart, its status the
-// one the previous manager reported.
-MachineObservation ReadyAfterRestart() {
+// A control-plane machine whose VM runs with an address, its workload
+// cluster reachable and its Node as `node` says.
+MachineObservation RunningControlPlane(workload::NodeView node) {
   MachineObservation o = Base(false);
   o.vm = OurVm();
   o.hm.spec.provider_id = "harvester://vm-uid";
   o.vmi = VmiView{"Running", {{"ExternalIP", "10.9.0.7"}}};
   o.control_plane = true;
   o.workload = {true, "", "", {}, "https://workload"};
-  o.node = workload::NodeView{"m-0", "harvester://vm-uid"};
+  o.node = std::move(node);
+  return o;
+}
+
+// A machine that runs with an address, its Node registered and initialised:
+// the observation a new manager makes of it after a restart, its status the
+// one the previous manager reported.
+MachineObservation ReadyAfterRestart() {
+  MachineObservation o = RunningControlPlane({"m-0", "harvester://vm-uid"});
   o.machine_has_node_ref = true;
   for (int i = 0; i < 4; ++i) {
     MachinePlan p = PlanMachine(o);
@@ -99,13 +106,7 @@ TEST(MachinePlanWritesTest, ProgressMayWaitAFailureReadinessOrAnAddressMayNot) {
 // folded with the Node's registration (the reconciler remembers whose write
 // initialised it, so a later reconcile reports the same reason).
 TEST(MachinePlanWritesTest, TheNodeInitialisedAfterReadinessMayWait) {
-  MachineObservation o = Base(false);
-  o.vm = OurVm();
-  o.hm.spec.provider_id = "harvester://vm-uid";
-  o.vmi = VmiView{"Running", {{"ExternalIP", "10.9.0.7"}}};
-  o.control_plane = true;
-  o.workload = {true, "", "", {}, "https://workload"};
-  o.node = workload::NodeView{"m-0", "", true};
+  MachineObservation o = RunningControlPlane({"m-0", "", true});
   for (int i = 0; i < 3; ++i) o.hm.status = PlanMachine(o).status;
   MachinePlan p = PlanMachine(o);
   ASSERT_TRUE(p.action);
