@@ -1,8 +1,8 @@
 // File: bench/manager_run.h
 //
 // What the end-to-end benchmarks (provision_bench, memory_cycle_bench) share:
-// the provider's manager and CRDs, and ProvisionRun, one management namespace served by that manager in which
-// clusters of N machines are created and deleted one after the other.
+// the provider's manager and CRDs, and ProvisionRun, one management namespace served by that
+// manager in which clusters of N machines are created and deleted one after the other.
 //
 //   ProvisionRun run("provision-bench-50");   // log: $CAPHV_TESTBED/logs/<it>.log
 //   run.SetUp();                              // namespace, identity, manager
