@@ -14,8 +14,16 @@
 //                             informer store (no network).
 //   BM_WatchEventsIntoCache   merge-patch 500 objects and time until all 500
 //                             MODIFIED events are in the cache.
+//   BM_DecodeListPage/0|1     no bed: one LIST page of 500 VM-sized objects
+//                             (managedFields, spec, status: ~8 KB of JSON
+//                             each) decoded and compacted as an informer
+//                             does, /0 as one parsed tree compacted
+//                             afterwards (the client before it streamed),
+//                             /1 item by item (kube::ParseUntrustedList).
+//                             Counters: peak heap above the page's text
+//                             while decoding, and what is kept.
 //
-// Run (needs a bed: hack/testbed up --dir DIR):
+// Run (needs a bed: hack/testbed up --dir DIR, except BM_DecodeListPage):
 //   CAPHV_TESTBED=DIR ./build/bench/cache_bench
 //
 // Thread safety: single-threaded driver; the informer runs its own thread.
@@ -23,6 +31,7 @@
 #include <benchmark/benchmark.h>
 #include <malloc.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <string>
@@ -30,6 +39,7 @@
 #include <vector>
 
 #include "kube/informer.h"
+#include "kube/untrusted_json.h"
 #include "support/testbed.h"
 
 namespace caphv::kube {
@@ -185,6 +195,112 @@ void BM_DecodeAndCache(benchmark::State& state) {
   state.counters["heap_bytes_per_object"] = bytes_per_object;
 }
 BENCHMARK(BM_DecodeAndCache)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(5);
+
+// A VM-sized object: the server-side apply record of three managers, a
+// spec with disks and cloud-init, a status with conditions.
+Object VmLike(int i) {
+  Object managed = Object::array();
+  for (const char* manager : {"caphv", "harvester", "virt-controller"}) {
+    Object fields = Object::object();
+    for (int k = 0; k < 24; ++k) fields["f:field-" + std::to_string(k)] = Object::object();
+    managed.push_back({{"manager", manager},
+                       {"operation", "Apply"},
+                       {"apiVersion", "kubevirt.io/v1"},
+                       {"time", "2026-11-28T14:00:00Z"},
+                       {"fieldsType", "FieldsV1"},
+                       {"fieldsV1", {{"f:spec", fields}}}});
+  }
+  Object disks = Object::array();
+  for (int d = 0; d < 3; ++d) {
+    disks.push_back({{"name", "disk-" + std::to_string(d)},
+                     {"bootOrder", d + 1},
+                     {"disk", {{"bus", "virtio"}}}});
+  }
+  Object conditions = Object::array();
+  for (const char* type : {"Ready", "AgentConnected", "LiveMigratable", "Provisioning"}) {
+    conditions.push_back({{"type", type},
+                          {"status", "True"},
+                          {"reason", "Reconciled"},
+                          {"lastTransitionTime", "2026-11-28T14:00:00Z"},
+                          {"message", std::string(80, 'm')}});
+  }
+  return {
+      {"apiVersion", "kubevirt.io/v1"},
+      {"kind", "VirtualMachine"},
+      {"metadata",
+       {{"name", ObjectName(i)},
+        {"namespace", kNamespace},
+        {"uid", "6f1c1d3e-0000-4000-8000-" + std::to_string(100000000000 + i)},
+        {"resourceVersion", std::to_string(1000 + i)},
+        {"labels", {{"cluster.x-k8s.io/cluster-name", "bench"}}},
+        {"annotations", {{"harvesterhci.io/volumeClaimTemplates", std::string(600, 'v')}}},
+        {"managedFields", managed}}},
+      {"spec",
+       {{"runStrategy", "RerunOnFailure"},
+        {"template",
+         {{"spec",
+           {{"domain", {{"cpu", {{"cores", 2}}}, {"devices", {{"disks", disks}}}}},
+            {"volumes",
+             {{{"name", "cloudinitdisk"},
+               {"cloudInitNoCloud", {{"userData", std::string(1500, 'u')}}}}}}}}}}}},
+      {"status", {{"printableStatus", "Running"}, {"ready", true}, {"conditions", conditions}}}};
+}
+
+// What an informer keeps of each item: compaction, then a transform that
+// keeps metadata and status (as the VM cache keeps a few status fields).
+void KeepLikeAnInformer(Object& item) {
+  CompactObject(item);
+  item.erase("spec");
+}
+
+void BM_DecodeListPage(benchmark::State& state) {
+  constexpr int kItems = 500;
+  const bool streamed = state.range(0) == 1;
+  std::string page;
+  {
+    Object list = {{"apiVersion", "kubevirt.io/v1"},
+                   {"kind", "VirtualMachineList"},
+                   {"metadata", {{"resourceVersion", "9999"}}},
+                   {"items", Object::array()}};
+    for (int i = 0; i < kItems; ++i) list["items"].push_back(VmLike(i));
+    page = list.dump();
+  }
+  double peak_above = 0;
+  double kept = 0;
+  for (auto _ : state) {
+    malloc_trim(0);
+    const size_t before = HeapInUse();
+    size_t peak = before;
+    std::vector<Object> items;
+    items.reserve(kItems);
+    if (streamed) {
+      ParseUntrustedList(page, [&](Object&& item) {
+        peak = std::max(peak, HeapInUse());
+        KeepLikeAnInformer(item);
+        items.push_back(std::move(item));
+      });
+    } else {
+      Object whole = ParseUntrustedJson(page);
+      peak = std::max(peak, HeapInUse());
+      for (auto& item : whole["items"]) {
+        KeepLikeAnInformer(item);
+        items.push_back(std::move(item));
+      }
+    }
+    peak = std::max(peak, HeapInUse());
+    state.PauseTiming();
+    peak_above = static_cast<double>(peak - before);
+    kept = static_cast<double>(HeapInUse() - before);
+    if (items.size() != kItems) state.SkipWithError("the page did not decode");
+    state.ResumeTiming();
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * kItems));
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * page.size()));
+  state.counters["page_MiB"] = static_cast<double>(page.size()) / (1 << 20);
+  state.counters["peak_heap_MiB"] = peak_above / (1 << 20);
+  state.counters["kept_MiB"] = kept / (1 << 20);
+}
+BENCHMARK(BM_DecodeListPage)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->Iterations(5);
 
 void BM_WatchEventsIntoCache(benchmark::State& state) {
   constexpr int kUpdates = 500;

@@ -1,5 +1,7 @@
 #include "kube/client.h"
 
+#include <iterator>
+
 #include "kube/transport.h"
 #include "kube/untrusted_json.h"
 
@@ -55,6 +57,12 @@ std::string_view NamespaceFor(const GroupVersionResource& gvr, std::string_view 
   return {};
 }
 
+Status NotJson(std::string_view method, const std::string& path) {
+  return Status(StatusCode::kInternal, "response to " + std::string(method) + " " + path +
+                                           " is not JSON (or nests deeper than " +
+                                           std::to_string(kMaxJsonDepth) + " levels)");
+}
+
 WatchEvent::Type EventType(std::string_view t) {
   if (t == "ADDED") return WatchEvent::Type::kAdded;
   if (t == "MODIFIED") return WatchEvent::Type::kModified;
@@ -95,18 +103,20 @@ StatusOr<std::shared_ptr<Client>> Client::New(RestConfig config) {
   return std::shared_ptr<Client>(new Client(std::move(config)));
 }
 
-StatusOr<Object> Client::Do(std::string_view method, const std::string& path,
-                            const std::string& body, std::string_view content_type) {
+StatusOr<std::string> Client::DoText(std::string_view method, const std::string& path,
+                                     const std::string& body, std::string_view content_type) {
   CAPHV_ASSIGN_OR_RETURN(TransportResponse resp,
                          transport_->Do(method, path, body, content_type, config_.request_timeout));
   if (resp.status < 200 || resp.status >= 300) return Status::FromHttp(resp.status, resp.body);
-  if (resp.body.empty()) return Object::object();
-  auto j = ParseUntrustedJson(resp.body);
-  if (j.is_discarded()) {
-    return Status(StatusCode::kInternal, "response to " + std::string(method) + " " + path +
-                                             " is not JSON (or nests deeper than " +
-                                             std::to_string(kMaxJsonDepth) + " levels)");
-  }
+  return std::move(resp.body);
+}
+
+StatusOr<Object> Client::Do(std::string_view method, const std::string& path,
+                            const std::string& body, std::string_view content_type) {
+  CAPHV_ASSIGN_OR_RETURN(std::string text, DoText(method, path, body, content_type));
+  if (text.empty()) return Object::object();
+  auto j = ParseUntrustedJson(text);
+  if (j.is_discarded()) return NotJson(method, path);
   return j;
 }
 
@@ -116,26 +126,30 @@ StatusOr<Object> Client::Get(const GroupVersionResource& gvr, std::string_view n
 }
 
 StatusOr<ObjectList> Client::List(const GroupVersionResource& gvr, std::string_view ns,
-                                  const ListOptions& options) {
-  CAPHV_ASSIGN_OR_RETURN(Object j, Do("GET", gvr.CollectionPath(ns) + ListQuery(options), {}, {}));
+                                  const ListOptions& options,
+                                  const std::function<void(Object&)>& each) {
+  const std::string path = gvr.CollectionPath(ns) + ListQuery(options);
+  CAPHV_ASSIGN_OR_RETURN(std::string text, DoText("GET", path, {}, {}));
   ObjectList list;
-  if (auto m = j.find("metadata"); m != j.end() && m->is_object()) {
+  // Items of a list carry no apiVersion/kind: restore them so each object
+  // stands alone (as client-go's decoding does). The list's kind may come
+  // after its items (custom resources' lists sort their keys).
+  std::vector<size_t> kindless;
+  Object rest = ParseUntrustedList(text, [&](Object&& item) {
+    if (!item.contains("apiVersion")) item["apiVersion"] = gvr.ApiVersion();
+    if (!item.contains("kind")) kindless.push_back(list.items.size());
+    if (each) each(item);
+    list.items.push_back(std::move(item));
+  });
+  if (rest.is_discarded() || !rest.is_object()) return NotJson("GET", path);
+  if (auto m = rest.find("metadata"); m != rest.end() && m->is_object()) {
     list.resource_version = m->value("resourceVersion", "");
     list.continue_token = m->value("continue", "");
   }
-  if (auto items = j.find("items"); items != j.end() && items->is_array()) {
-    list.items.reserve(items->size());
-    // Items of a list carry no apiVersion/kind: restore them so each object
-    // stands alone (as client-go's decoding does).
-    std::string kind = j.value("kind", "");
-    if (kind.size() > 4 && kind.compare(kind.size() - 4, 4, "List") == 0) {
-      kind.resize(kind.size() - 4);
-    }
-    for (auto& item : *items) {
-      if (!item.contains("apiVersion")) item["apiVersion"] = gvr.ApiVersion();
-      if (!item.contains("kind") && !kind.empty()) item["kind"] = kind;
-      list.items.push_back(std::move(item));
-    }
+  std::string kind = rest.value("kind", "");
+  if (kind.size() > 4 && kind.compare(kind.size() - 4, 4, "List") == 0) {
+    kind.resize(kind.size() - 4);
+    for (size_t i : kindless) list.items[i]["kind"] = kind;
   }
   return list;
 }
@@ -147,7 +161,7 @@ StatusOr<ObjectList> Client::ListAll(const GroupVersionResource& gvr, std::strin
   options.limit = page_size;
   options.continue_token.clear();
   while (true) {
-    auto page = List(gvr, ns, options);
+    auto page = List(gvr, ns, options, each);
     if (!page.ok()) {
       if (page.status().IsGone() && !options.continue_token.empty()) {
         // The continue token expired mid-way: one full, unpaged list instead.
@@ -155,17 +169,15 @@ StatusOr<ObjectList> Client::ListAll(const GroupVersionResource& gvr, std::strin
         full.limit = 0;
         full.continue_token.clear();
         full.resource_version = "";
-        auto whole = List(gvr, ns, full);
-        if (whole.ok() && each) {
-          for (auto& item : whole->items) each(item);
-        }
-        return whole;
+        return List(gvr, ns, full, each);
       }
       return page.status();
     }
-    for (auto& item : page->items) {
-      if (each) each(item);
-      all.items.push_back(std::move(item));
+    if (all.items.empty()) {
+      all.items = std::move(page->items);
+    } else {
+      all.items.insert(all.items.end(), std::make_move_iterator(page->items.begin()),
+                       std::make_move_iterator(page->items.end()));
     }
     all.resource_version = page->resource_version;
     if (page->continue_token.empty()) break;

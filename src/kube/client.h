@@ -102,14 +102,17 @@ class Client {
   StatusOr<Object> Get(const GroupVersionResource& gvr, std::string_view ns, std::string_view name,
                        std::string_view subresource = {});
 
-  // One page (or the whole collection when options.limit == 0).
+  // One page (or the whole collection when options.limit == 0), decoded
+  // item by item: `each` (optional) is applied to every item as soon as it
+  // is decoded, so the page is never held as one parsed tree beside the
+  // items made of it (an informer's transform keeps a fraction of each).
   StatusOr<ObjectList> List(const GroupVersionResource& gvr, std::string_view ns,
-                            const ListOptions& options = {});
+                            const ListOptions& options = {},
+                            const std::function<void(Object&)>& each = {});
 
-  // All pages, following continue tokens; restarts unpaged when a token expires.
-  // `each` (optional) is applied to every item as its page arrives, before
-  // the next page is read: an informer's transform, so that a large
-  // collection is never held whole before it is compacted.
+  // All pages, following continue tokens; restarts unpaged when a token
+  // expires. `each` as for List: a large collection is never held whole
+  // before it is compacted.
   StatusOr<ObjectList> ListAll(const GroupVersionResource& gvr, std::string_view ns,
                                ListOptions options = {}, int64_t page_size = 500,
                                const std::function<void(Object&)>& each = {});
@@ -149,6 +152,9 @@ class Client {
   explicit Client(RestConfig config);
   StatusOr<Object> Do(std::string_view method, const std::string& path, const std::string& body,
                       std::string_view content_type);
+  // The answer's body as it came (an error status for a non-2xx answer).
+  StatusOr<std::string> DoText(std::string_view method, const std::string& path,
+                               const std::string& body, std::string_view content_type);
 
   RestConfig config_;
   std::unique_ptr<Transport> transport_;

@@ -9,6 +9,7 @@
 
 #pragma once
 
+#include <functional>
 #include <string_view>
 
 #include "kube/object.h"
@@ -26,5 +27,16 @@ bool JsonNestsDeeperThan(std::string_view text, int max_depth);
 // when it is not JSON or nests deeper than kMaxJsonDepth; `*too_deep` (if
 // given) says which.
 Object ParseUntrustedJson(std::string_view text, bool* too_deep = nullptr);
+
+// Parses a collection from outside (an apiserver's "...List" answer) one
+// item at a time: each object of the top-level "items" array is handed to
+// `item` as soon as its closing brace is read and is not kept in the
+// document, so a page of 500 large objects is never held as one parsed tree
+// beside what the caller keeps of it. Returns the rest of the document
+// (kind, metadata, an empty "items"), or a discarded value as
+// ParseUntrustedJson does; items already handed over stay handed over.
+// Elements of "items" that are not objects are dropped.
+Object ParseUntrustedList(std::string_view text, const std::function<void(Object&&)>& item,
+                          bool* too_deep = nullptr);
 
 }  // namespace caphv::kube

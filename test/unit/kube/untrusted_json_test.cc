@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 namespace caphv::kube {
 namespace {
@@ -33,6 +34,39 @@ TEST(UntrustedJsonTest, NestingIsBounded) {
   EXPECT_FALSE(too_deep);
   EXPECT_EQ(NameOf(ok), "a");
   EXPECT_TRUE(ParseUntrustedJson("{not json", &too_deep).is_discarded());
+  EXPECT_FALSE(too_deep);
+}
+
+TEST(UntrustedJsonTest, ListItemsAreHandedOverOneByOne) {
+  // A custom resource's list: keys sorted, so "kind" comes after "items".
+  const std::string page = R"({"apiVersion": "v1", "items": [
+      {"metadata": {"name": "a", "items": [{"nested": 1}]}, "spec": {"x": [1, 2]}},
+      7,
+      [{"in": "an array"}],
+      {"metadata": {"name": "b"}}],
+    "kind": "GizmoList", "metadata": {"continue": "c1", "resourceVersion": "42"}})";
+  std::vector<Object> items;
+  Object rest = ParseUntrustedList(page, [&](Object&& item) { items.push_back(std::move(item)); });
+  ASSERT_TRUE(rest.is_object());
+  ASSERT_EQ(items.size(), 2U);
+  EXPECT_EQ(NameOf(items[0]), "a");
+  // Objects nested in an item, even under a key named "items", stay in it.
+  EXPECT_EQ(items[0]["metadata"]["items"], Object::parse(R"([{"nested": 1}])"));
+  EXPECT_EQ(items[0]["spec"]["x"], Object::parse("[1, 2]"));
+  EXPECT_EQ(NameOf(items[1]), "b");
+  // What is left is the list without its items.
+  EXPECT_EQ(rest["items"], Object::array());
+  EXPECT_EQ(rest["kind"], "GizmoList");
+  EXPECT_EQ(rest["metadata"]["continue"], "c1");
+  EXPECT_EQ(rest["metadata"]["resourceVersion"], "42");
+
+  bool too_deep = false;
+  EXPECT_TRUE(ParseUntrustedList(
+                  "{\"items\": " + Nested(100000) + "}", [](Object&&) {}, &too_deep)
+                  .is_discarded());
+  EXPECT_TRUE(too_deep);
+  EXPECT_TRUE(
+      ParseUntrustedList(R"({"items": [{"a": 1}, {)", [](Object&&) {}, &too_deep).is_discarded());
   EXPECT_FALSE(too_deep);
 }
 
