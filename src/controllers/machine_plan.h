@@ -269,8 +269,10 @@ MachinePlan PlanMachine(const MachineObservation& obs);
 // once rather than held (StatusHold): it turns a condition into a failure
 // (`plan.events` has its Warning) or changes the failure fields; and, unless
 // the machine is `deleting` (it goes, and Cluster API reads none of it
-// then), it changes readiness, addresses, the IPPool record, or pauses.
-// Otherwise it only reports progress.
+// then), it changes readiness, addresses, the IPPool record, pauses, or
+// completes the machine (ready, its Node registered and initialised: the
+// registration is what makes Cluster API look for the first control plane's
+// Node). Otherwise it only reports progress.
 bool StatusChangeIsUrgent(const api::HarvesterMachineStatus& reported, const MachinePlan& plan,
                           bool deleting);
 

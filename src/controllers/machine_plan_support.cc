@@ -71,6 +71,14 @@ bool StatusChangeIsUrgent(const api::HarvesterMachineStatus& reported, const Mac
     return true;
   }
   if (deleting) return false;  // the object goes: its progress is the Ready reason only
+  // The last step: the Node registered and initialised. Cluster API looks at
+  // the Machine again when this object changes, which the first
+  // control-plane machine needs before its Machine has a nodeRef.
+  auto finished = [](const api::HarvesterMachineStatus& s) {
+    return s.ready.value_or(false) && api::IsConditionTrue(s.conditions, kNodeRegistered) &&
+           api::IsConditionTrue(s.conditions, kNodeInitialized);
+  };
+  if (finished(planned) && !finished(reported)) return true;
   const api::Condition* paused_before =
       api::FindCondition(reported.conditions, api::kPausedCondition);
   const api::Condition* paused_now = api::FindCondition(planned.conditions, api::kPausedCondition);

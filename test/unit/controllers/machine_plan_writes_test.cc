@@ -102,11 +102,13 @@ TEST(MachinePlanWritesTest, ProgressMayWaitAFailureReadinessOrAnAddressMayNot) {
   EXPECT_TRUE(StatusChangeIsUrgent(o.hm.status, failing, false));
 }
 
-// The Node's initialisation after the machine is ready is progress: it is
-// folded with the Node's registration (the reconciler remembers whose write
-// initialised it, so a later reconcile reports the same reason).
-TEST(MachinePlanWritesTest, TheNodeInitialisedAfterReadinessMayWait) {
+// The Node's initialisation before its registration is progress: it is
+// folded with the registration, which completes the machine and is written
+// at once (the reconciler remembers whose write initialised the Node, so a
+// later reconcile reports the same reason).
+TEST(MachinePlanWritesTest, TheNodeInitialisedMayWaitItsRegistrationMayNot) {
   MachineObservation o = RunningControlPlane({"m-0", "", true});
+  o.control_plane_initialized = true;  // Cluster API sets the nodeRef itself
   for (int i = 0; i < 3; ++i) o.hm.status = PlanMachine(o).status;
   MachinePlan p = PlanMachine(o);
   ASSERT_TRUE(p.action);
@@ -115,7 +117,28 @@ TEST(MachinePlanWritesTest, TheNodeInitialisedAfterReadinessMayWait) {
   o.node_initialized_here = true;
   p = PlanMachine(o);
   ASSERT_EQ(Reason(p, kNodeInitialized), "NodeInitialized");
+  ASSERT_FALSE(api::IsConditionTrue(p.status.conditions, kNodeRegistered));
   EXPECT_FALSE(StatusChangeIsUrgent(o.hm.status, p, false));
+
+  // Cluster API set the Machine's nodeRef: the machine is complete.
+  o.machine_has_node_ref = true;
+  p = PlanMachine(o);
+  ASSERT_TRUE(api::IsConditionTrue(p.status.conditions, kNodeRegistered));
+  EXPECT_TRUE(StatusChangeIsUrgent(o.hm.status, p, false));
+}
+
+// The first control-plane machine: Cluster API does not watch the workload
+// cluster's Nodes yet, and finds the Node when this object changes. That
+// change is not held.
+TEST(MachinePlanWritesTest, TheFirstControlPlanesNodeRegistrationIsWrittenAtOnce) {
+  MachineObservation o = RunningControlPlane({"m-0", "", true});
+  for (int i = 0; i < 3; ++i) o.hm.status = PlanMachine(o).status;
+  ASSERT_EQ(PlanMachine(o).action->kind, ActionKind::kInitializeNode);
+  o.node = workload::NodeView{"m-0", "harvester://vm-uid", false};
+  o.node_initialized_here = true;
+  const MachinePlan p = PlanMachine(o);
+  ASSERT_EQ(Reason(p, kNodeRegistered), "NodeRegistered");
+  EXPECT_TRUE(StatusChangeIsUrgent(o.hm.status, p, false));
 }
 
 TEST(MachinePlanWritesTest, AnUnsetInitializationIsNotProvisionedFalse) {
