@@ -47,14 +47,16 @@ fi
 
 # The Go-built binaries the bed runs and the manifests it applies (config,
 # rke2-config), by family of hack/build-testbins.sh. A fresh machine has none:
-# `make demo` builds them in `make setup`, a direct run of hack/demo.sh here.
+# they are built here (`make demo` installs only packages and Go before; the
+# other families are `make test`'s).
 # The RKE2 providers come from the third-party tarball: up to about 13 minutes
 # the first time on 2 cores.
 missing=() families=()
 for spec in kube:kube-apiserver:CAPHV_KUBE_APISERVER \
   kube:kube-controller-manager:CAPHV_KUBE_CONTROLLER_MANAGER kube:kubectl: etcd:etcd:CAPHV_ETCD \
   capi:cluster-api:CAPHV_CLUSTER_API capi:config: rke2:rke2-bootstrap:CAPHV_RKE2_BOOTSTRAP \
-  rke2:rke2-controlplane:CAPHV_RKE2_CONTROLPLANE rke2:rke2-config:; do
+  rke2:rke2-controlplane:CAPHV_RKE2_CONTROLPLANE rke2:rke2-config: kwok:kwok:CAPHV_KWOK \
+  kwok:kwok-crds: kubevirt-crds:kubevirt-crds:CAPHV_KUBEVIRT_CRDS; do
   IFS=: read -r family bin override <<<"$spec"
   [ -n "$override" ] && [ -n "${!override:-}" ] && continue  # hack/testbed's override
   [ -x "$CAPHV_TOOLCHAIN_CACHE/bin/current/$bin" ] && continue
@@ -65,7 +67,9 @@ if [ "${#missing[@]}" -gt 0 ]; then
   say "Building what the test bed lacks: ${missing[*]} (first time only; the RKE2 providers take up to about 13 min)"
   "$ROOT/hack/build-testbins.sh" "${families[@]}"
   for b in "${missing[@]}"; do
-    [ "$b" = etcd ] && continue  # hack/testbed falls back to /usr/bin/etcd
+    # hack/testbed falls back to /usr/bin/etcd, and starts without kwok (no
+    # kubelet API for the guests) or KubeVirt's CRDs (the simulator's own).
+    case $b in etcd | kwok | kwok-crds | kubevirt-crds) continue ;; esac
     [ -x "$CAPHV_TOOLCHAIN_CACHE/bin/current/$b" ] ||
       die "$b is not built (hack/build-testbins.sh ${families[*]}; the RKE2 providers need cluster-api-provider-rke2-v0.21.1.tar.gz in ${CAPHV_THIRD_PARTY:-$ROOT/../shared/third_party})"
   done

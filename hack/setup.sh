@@ -5,8 +5,21 @@
 # proxy into $CAPHV_CACHE_DIR/go/ (hack/lib/toolchain.sh); then builds (once,
 # cached outside the checkout) the Go test-bed binaries, kubectl included.
 # Safe to run repeatedly; does nothing when all is there.
+#
+#   hack/setup.sh                 all of it (`make test`)
+#   hack/setup.sh --no-testbins   packages and Go only (`make demo`: hack/demo.sh
+#                                 builds the few test-bed binaries it runs)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+testbins=yes
+case "${1:-}" in
+  "") ;;
+  --no-testbins) testbins=no ;;
+  *)
+    echo "usage: hack/setup.sh [--no-testbins]" >&2
+    exit 2
+    ;;
+esac
 
 packages=(
   build-essential cmake ninja-build ccache pkg-config clang-format clang-tidy
@@ -47,4 +60,5 @@ if ! caphv_use_go; then
   echo "setup: Go $CAPHV_GO_VERSION in $(dirname "$(command -v go)") in $(($(date +%s) - start))s"
 fi
 
-hack/build-testbins.sh
+[ "$testbins" = yes ] && hack/build-testbins.sh
+exit 0
