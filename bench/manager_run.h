@@ -34,6 +34,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -314,7 +315,7 @@ class ProvisionRun {
           // development-mode debug logging).
           "-v=" + std::string(std::getenv("CAPHV_BENCH_V") ? std::getenv("CAPHV_BENCH_V") : "0")};
     }
-    manager_ = std::make_unique<ManagerProcess>(args, log_path_, /*append=*/restarts_++ > 0);
+    manager_ = std::make_unique<testing::ChildProcess>(args, log_path_, /*append=*/restarts_++ > 0);
     if (!manager_->started()) return "cannot start " + args.front();
     const bool ready = testing::Eventually(
         [&] { return testing::RunCommand("curl -fs -m 2 http://" + probe + "/readyz") == 0; },
@@ -393,7 +394,7 @@ class ProvisionRun {
   ClusterSpec spec_;
   bool namespace_created_ = false;
   std::filesystem::path log_path_;
-  std::unique_ptr<ManagerProcess> manager_;
+  std::unique_ptr<testing::ChildProcess> manager_;
   int metrics_port_ = 0;
 };
 

@@ -1,18 +1,14 @@
 // File: bench/process_readings.h
 //
-// Readings of a benchmarked process: a child process with its output in a
-// log file (ManagerProcess), its VmRSS and CPU from /proc, a peak sampler,
-// and its Prometheus /metrics (controller_runtime_reconcile_total).
+// Readings of a benchmarked process (a testing::ChildProcess): its VmRSS and
+// CPU from /proc, a peak sampler, and its Prometheus /metrics
+// (controller_runtime_reconcile_total).
 //
 // Header-only (bench binaries are single files). Thread safety: one driver
 // thread; ResidentSampler reads /proc on its own thread.
 
 #pragma once
 
-#include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -28,9 +24,8 @@
 #include <thread>
 #include <vector>
 
+#include "support/process.h"
 #include "support/testbed.h"
-
-extern char** environ;
 
 namespace caphv::bench {
 
@@ -81,60 +76,6 @@ inline double CpuSeconds(pid_t pid) {
   }
   return ticks / static_cast<double>(::sysconf(_SC_CLK_TCK));
 }
-
-// caphv-manager as a child process, stdout and stderr into one log file;
-// SIGKILLed when destroyed while still running.
-class ManagerProcess {
- public:
-  ManagerProcess(std::vector<std::string> args, const std::filesystem::path& log_path,
-                 bool append = false) {
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, log_path.c_str(),
-                                     O_WRONLY | O_CREAT | (append ? O_APPEND : O_TRUNC), 0644);
-    posix_spawn_file_actions_adddup2(&actions, 1, 2);
-    if (posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ) != 0) pid_ = -1;
-    posix_spawn_file_actions_destroy(&actions);
-  }
-  ~ManagerProcess() { Stop(SIGKILL); }
-  ManagerProcess(const ManagerProcess&) = delete;
-  ManagerProcess& operator=(const ManagerProcess&) = delete;
-
-  bool started() const { return pid_ > 0; }
-  pid_t pid() const { return pid_; }
-
-  // Sends `sig`, waits up to 15 s, then SIGKILLs.
-  void Stop(int sig) {
-    if (pid_ <= 0 || exited_) return;
-    ::kill(pid_, sig);
-    if (!WaitForExit(std::chrono::seconds(15))) {
-      ::kill(pid_, SIGKILL);
-      WaitForExit(std::chrono::seconds(5));
-    }
-  }
-
- private:
-  bool WaitForExit(std::chrono::milliseconds timeout) {
-    const auto deadline = BenchClock::now() + timeout;
-    while (!exited_) {
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        exited_ = true;
-      } else if (BenchClock::now() >= deadline) {
-        return false;
-      } else {
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      }
-    }
-    return true;
-  }
-
-  pid_t pid_ = -1;
-  bool exited_ = false;
-};
 
 // Samples the VmRSS of a process every 200 ms on its own thread, keeping the
 // peak.
