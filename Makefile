@@ -23,9 +23,10 @@ release:
 	@hack/build-testbins.sh kube helm
 	@$(if $(VERSION),VERSION=$(VERSION)) $(if $(IMAGE_REPO),IMAGE_REPO=$(IMAGE_REPO)) $(if $(RELEASE_URL),RELEASE_URL='$(RELEASE_URL)') hack/release.sh
 
+# TARGETS: only those (default: all).
 build:
 	@cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >/dev/null
-	@cmake --build build -j $(JOBS)
+	@cmake --build build -j $(JOBS) $(if $(TARGETS),--target $(TARGETS))
 
 build-asan:
 	@cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCAPHV_SANITIZE=ON $(CMAKE_FLAGS) >/dev/null
@@ -64,8 +65,7 @@ test-integration: build
 # families it starts (hack/demo.sh builds those it lacks).
 demo:
 	@hack/setup.sh --no-testbins
-	@cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >/dev/null
-	@cmake --build build -j $(JOBS) --target caphv-manager caphv-sim
+	@$(MAKE) --no-print-directory build TARGETS="caphv-manager caphv-sim"
 	@hack/demo.sh
 
 format:
