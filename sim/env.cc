@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "api/yaml.h"
 #include "kube/base64.h"
 #include "sim/ipam.h"
 #include "sim/manifests.h"
@@ -35,7 +36,7 @@ Status Missing(const std::string& what) {
 }  // namespace
 
 kube::StatusOr<Environment> ParseEnvironment(const std::string& yaml) {
-  CAPHV_ASSIGN_OR_RETURN(auto docs, ParseYamlDocuments(yaml));
+  CAPHV_ASSIGN_OR_RETURN(auto docs, api::ParseYaml(yaml));
   Environment env;
   if (docs.empty()) return env;
   const Object& d = docs.front();

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <thread>
 
+#include "api/yaml.h"
 #include "kube/log.h"
 #include "sim/manifests.h"
 
@@ -67,7 +68,7 @@ StatusOr<std::vector<Object>> KubeVirtCrdsFrom(const std::string& dir) {
     std::ifstream in(file, std::ios::binary);
     if (!in) return Status(StatusCode::kNotFound, what + ": cannot read " + file.string());
     const std::string text(std::istreambuf_iterator<char>(in), {});
-    auto docs = ParseYamlDocuments(text);
+    auto docs = api::ParseYaml(text);
     if (!docs.ok()) return docs.status().WithContext(file.string());
     for (auto& d : *docs) {
       if (IsKubeVirtCrd(d)) out.push_back(std::move(d));
@@ -140,7 +141,7 @@ Status InstallCrds(kube::Client& client, std::chrono::seconds timeout,
 Status InstallHarvester(kube::Client& client) {
   for (const char* file : {"rbac.yaml", "harvester.yaml"}) {
     CAPHV_ASSIGN_OR_RETURN(auto text, FindManifest(file));
-    CAPHV_ASSIGN_OR_RETURN(auto docs, ParseYamlDocuments(std::string(text)));
+    CAPHV_ASSIGN_OR_RETURN(auto docs, api::ParseYaml(text));
     for (const auto& d : docs) CAPHV_RETURN_IF_ERROR(ApplyObject(client, d));
   }
   return MarkDeploymentAvailable(client);

@@ -2,7 +2,6 @@
 
 #include "sim/ipam.h"
 
-#include <charconv>
 #include <cstdio>
 
 namespace caphv::sim {
@@ -10,45 +9,6 @@ namespace caphv::sim {
 using kube::Object;
 using kube::Status;
 using kube::StatusCode;
-
-std::optional<uint32_t> ParseIpv4(std::string_view s) {
-  uint32_t out = 0;
-  for (int i = 0; i < 4; ++i) {
-    unsigned v = 0;
-    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (ec != std::errc() || p == s.data() || v > 255 || (p - s.data()) > 3) return std::nullopt;
-    out = (out << 8) | v;
-    s.remove_prefix(p - s.data());
-    if (i < 3) {
-      if (s.empty() || s.front() != '.') return std::nullopt;
-      s.remove_prefix(1);
-    }
-  }
-  if (!s.empty()) return std::nullopt;
-  return out;
-}
-
-std::string FormatIpv4(uint32_t ip) {
-  return std::to_string(ip >> 24) + "." + std::to_string((ip >> 16) & 255) + "." +
-         std::to_string((ip >> 8) & 255) + "." + std::to_string(ip & 255);
-}
-
-std::string PrefixToMask(int prefix) {
-  return FormatIpv4(prefix <= 0 ? 0 : (prefix >= 32 ? ~0u : ~0u << (32 - prefix)));
-}
-
-std::optional<Cidr> ParseCidr(std::string_view s) {
-  auto slash = s.find('/');
-  if (slash == std::string_view::npos) return std::nullopt;
-  auto ip = ParseIpv4(s.substr(0, slash));
-  auto rest = s.substr(slash + 1);
-  int prefix = -1;
-  auto [p, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), prefix);
-  if (!ip || ec != std::errc() || p != rest.data() + rest.size() || prefix < 0 || prefix > 32) {
-    return std::nullopt;
-  }
-  return Cidr{*ip, prefix};
-}
 
 kube::StatusOr<std::vector<PoolRange>> PoolRanges(const Object& pool) {
   std::vector<PoolRange> out;
@@ -61,14 +21,15 @@ kube::StatusOr<std::vector<PoolRange>> PoolRanges(const Object& pool) {
     if (!cidr || cidr->prefix > 30) {
       return Status(StatusCode::kInvalidArgument, "invalid subnet " + r.value("subnet", ""));
     }
-    PoolRange pr{r.value("subnet", ""), cidr->prefix, cidr->Network() + 1, cidr->Broadcast() - 1,
-                 cidr->Network() + 1};
+    PoolRange pr{r.value("subnet", ""), cidr->prefix, harvester::NetworkAddress(*cidr) + 1,
+                 harvester::BroadcastAddress(*cidr) - 1, harvester::NetworkAddress(*cidr) + 1};
     for (auto [key, field] : {std::pair{"rangeStart", &pr.start}, std::pair{"rangeEnd", &pr.end},
                               std::pair{"gateway", &pr.gateway}}) {
       const std::string v = r.value(key, "");
       if (v.empty()) continue;
       auto ip = ParseIpv4(v);
-      if (!ip || *ip < cidr->Network() || *ip > cidr->Broadcast()) {
+      if (!ip || *ip < harvester::NetworkAddress(*cidr) ||
+          *ip > harvester::BroadcastAddress(*cidr)) {
         return Status(StatusCode::kInvalidArgument, std::string("invalid ") + key + " " + v);
       }
       *field = *ip;
@@ -198,11 +159,10 @@ namespace {
 std::string GoRange(const PoolRange& r) {
   auto cidr = ParseCidr(r.subnet);
   char mask[16];
-  std::snprintf(mask, sizeof mask, "%08x",
-                cidr && cidr->prefix > 0 ? ~0u << (32 - cidr->prefix) : 0u);
+  std::snprintf(mask, sizeof mask, "%08x", cidr ? harvester::MaskFromPrefix(cidr->prefix) : 0u);
   return "{RangeStart:" + FormatIpv4(r.start) + " RangeEnd:" + FormatIpv4(r.end) +
-         " Subnet:{IP:" + FormatIpv4(cidr ? cidr->Network() : 0) + " Mask:" + mask +
-         "} Gateway:" + FormatIpv4(r.gateway) + "}";
+         " Subnet:{IP:" + FormatIpv4(cidr ? harvester::NetworkAddress(*cidr) : 0) +
+         " Mask:" + mask + "} Gateway:" + FormatIpv4(r.gateway) + "}";
 }
 
 // parseIP of pkg/ipam/allocator.go for one explicit range bound, or "".
@@ -216,11 +176,11 @@ std::string CheckBound(const Object& range, const char* key, const char* what) {
     why = "invalid IP " + text;
   } else if (!cidr) {
     return "";
-  } else if (*ip < cidr->Network() || *ip > cidr->Broadcast()) {
+  } else if (*ip < harvester::NetworkAddress(*cidr) || *ip > harvester::BroadcastAddress(*cidr)) {
     why = "IP " + text + " is out of subnet " + range.value("subnet", "");
-  } else if (*ip == cidr->Network()) {
+  } else if (*ip == harvester::NetworkAddress(*cidr)) {
     why = "IP " + text + " is the network address";
-  } else if (*ip == cidr->Broadcast()) {
+  } else if (*ip == harvester::BroadcastAddress(*cidr)) {
     why = "IP " + text + " is the broadcast address";
   } else {
     return "";

@@ -1,6 +1,6 @@
 // File: sim/ipam.h
 //
-// IPv4 address arithmetic and the two allocators the simulator plays:
+// The two allocators the simulator plays:
 //  - Harvester's load-balancer IPPool bookkeeping (status.allocated,
 //    allocatedHistory, lastAllocated, total, available), with owners
 //    "<namespace>/<name>" exactly as harvester-load-balancer records them;
@@ -19,24 +19,17 @@
 #include <string_view>
 #include <vector>
 
+#include "harvester/ipv4.h"
 #include "kube/client.h"
 #include "kube/status.h"
 
 namespace caphv::sim {
 
-std::optional<uint32_t> ParseIpv4(std::string_view s);
-std::string FormatIpv4(uint32_t ip);
-// "255.255.255.0" for 24.
-std::string PrefixToMask(int prefix);
-// Reads "a.b.c.d/n" (host bits may be set); nullopt when malformed.
-struct Cidr {
-  uint32_t address = 0;  // as written
-  int prefix = 0;
-  uint32_t Network() const { return prefix == 0 ? 0 : address & (~0u << (32 - prefix)); }
-  uint32_t Broadcast() const { return Network() | (prefix == 32 ? 0 : ~0u >> prefix); }
-};
-std::optional<Cidr> ParseCidr(std::string_view s);
-
+// IP syntax and arithmetic are CAPHV's one module (harvester/ipv4.h), strict
+// as Go's net.ParseIP and net.ParseCIDR are.
+using harvester::FormatIpv4;
+using harvester::ParseCidr;
+using harvester::ParseIpv4;
 // One range of an IPPool spec after Harvester's defaulting: start defaults to
 // the first usable address, end to the last usable one, gateway to the first.
 struct PoolRange {

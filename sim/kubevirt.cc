@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "api/yaml.h"
 #include "kube/base64.h"
 #include "sim/ipam.h"
 #include "sim/manifests.h"
@@ -93,7 +94,7 @@ std::string NetworkDataFromSecret(const Object& secret) {
 
 std::optional<std::string> StaticAddress(const std::string& network_data, size_t index) {
   if (network_data.empty()) return std::nullopt;
-  auto docs = ParseYamlDocuments(network_data);
+  auto docs = api::ParseYaml(network_data);
   if (!docs.ok() || docs->empty()) return std::nullopt;
   Object nd = docs->front();
   if (nd.contains("network") && nd["network"].is_object()) nd = nd["network"];

@@ -118,7 +118,7 @@ Object LbPoolStatus(const std::string& pool, const PoolRange& range, const std::
                 {"allocatedAddress",
                  {{"ipPool", pool},
                   {"ip", ip},
-                  {"mask", PrefixToMask(range.prefix)},
+                  {"mask", FormatIpv4(harvester::MaskFromPrefix(range.prefix))},
                   {"gateway", FormatIpv4(range.gateway)}}},
                 {"conditions", Ready(true, "")}};
   if (!backends.empty()) out["backendServers"] = backends;

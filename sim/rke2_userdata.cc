@@ -9,6 +9,7 @@
 #include <cctype>
 #include <regex>
 
+#include "api/yaml.h"
 #include "kube/base64.h"
 #include "sim/manifests.h"
 #include "sim/rke2.h"
@@ -83,7 +84,7 @@ kube::StatusOr<std::string> DecodeWriteFile(const std::string& content, const st
 }
 
 kube::StatusOr<GuestBoot> ParseCloudConfig(const std::string& text) {
-  auto docs = ParseYamlDocuments(text);
+  auto docs = api::ParseYaml(text);
   if (!docs.ok()) return Invalid("cloud-config is not YAML: " + docs.status().message());
   GuestBoot out;
   out.format = "cloud-config";
@@ -302,7 +303,7 @@ kube::StatusOr<std::optional<Rke2Config>> Rke2FromUserData(const std::string& us
   if (file == boot->files.end()) return std::optional<Rke2Config>();
 
   Rke2Config c;
-  auto docs = ParseYamlDocuments(file->second);
+  auto docs = api::ParseYaml(file->second);
   if (!docs.ok()) return Invalid(std::string(kRke2ConfigPath) + ": " + docs.status().message());
   if (!docs->empty()) c.config = docs->front();
   if (!c.config.is_object()) return Invalid(std::string(kRke2ConfigPath) + " is not a mapping");

@@ -2,31 +2,26 @@
 
 #include "harvester/ipv4.h"
 
+#include <arpa/inet.h>
+
 namespace caphv::harvester {
 
 std::optional<Ipv4> ParseIpv4(std::string_view text) {
-  Ipv4 out = 0;
-  int octets = 0;
-  size_t i = 0;
-  while (octets < 4) {
-    if (i >= text.size() || text[i] < '0' || text[i] > '9') return std::nullopt;
-    size_t start = i;
-    unsigned value = 0;
-    while (i < text.size() && text[i] >= '0' && text[i] <= '9') {
-      value = value * 10 + static_cast<unsigned>(text[i] - '0');
-      if (i - start >= 3 || value > 255) return std::nullopt;
-      ++i;
-    }
-    if (i - start > 1 && text[start] == '0') return std::nullopt;  // leading zero
-    out = (out << 8) | value;
-    ++octets;
-    if (octets < 4) {
-      if (i >= text.size() || text[i] != '.') return std::nullopt;
-      ++i;
-    }
-  }
-  if (i != text.size()) return std::nullopt;
-  return out;
+  if (text.empty() || text.size() > 15) return std::nullopt;
+  const std::string str(text);
+  in_addr addr{};
+  // glibc's inet_pton takes only the strict dotted quad: four decimal octets,
+  // no leading zeros, nothing around them.
+  if (inet_pton(AF_INET, str.c_str(), &addr) != 1) return std::nullopt;
+  return ntohl(addr.s_addr);
+}
+
+bool IsIp(std::string_view text) {
+  if (ParseIpv4(text)) return true;
+  if (text.empty() || text.size() > 45) return false;
+  const std::string str(text);
+  in6_addr addr{};
+  return inet_pton(AF_INET6, str.c_str(), &addr) == 1;
 }
 
 std::string FormatIpv4(Ipv4 ip) {

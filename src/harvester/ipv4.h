@@ -1,8 +1,10 @@
 // File: harvester/ipv4.h
 //
-// IPv4 arithmetic for IP pools and network data: strict dotted-quad parsing
-// (four decimal octets, no leading zeros, no spaces), CIDR subnets, masks,
-// network/broadcast addresses. Addresses are host-order uint32_t.
+// The one module for IP syntax and IPv4 arithmetic, used by the builders,
+// the webhooks, `caphv generate` and the simulator: strict dotted-quad parsing
+// (four decimal octets, no leading zeros, no spaces, as Go's net.ParseIP since
+// Go 1.17), IPv6 recognition, CIDR subnets, masks, network/broadcast
+// addresses. IPv4 addresses are host-order uint32_t.
 //
 // Thread safety: pure functions.
 
@@ -19,6 +21,8 @@ using Ipv4 = uint32_t;
 
 std::optional<Ipv4> ParseIpv4(std::string_view text);
 std::string FormatIpv4(Ipv4 ip);
+// True for an IPv4 dotted quad or an IPv6 address.
+bool IsIp(std::string_view text);
 
 struct Ipv4Subnet {
   Ipv4 network = 0;  // address with host bits cleared

@@ -127,6 +127,18 @@ bool IsDns1123Label(std::string_view s) {
   return true;
 }
 
+bool IsDns1123Subdomain(std::string_view s) {
+  if (s.empty() || s.size() > 253) return false;
+  size_t start = 0;
+  while (true) {
+    size_t dot = s.find('.', start);
+    std::string_view label = s.substr(start, dot == std::string_view::npos ? dot : dot - start);
+    if (!IsDns1123Label(label)) return false;
+    if (dot == std::string_view::npos) return true;
+    start = dot + 1;
+  }
+}
+
 std::string LbPoolName(const std::string& hc_namespace, const std::string& hc_name) {
   return Rfc1035Name({hc_namespace, hc_name, "lb-ippool"});
 }

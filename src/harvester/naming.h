@@ -102,7 +102,10 @@ std::pair<std::string, std::string> SplitQualifiedName(std::string_view ref,
                                                        std::string_view default_namespace);
 
 // True for a DNS-1123 label (lower-case alphanumerics and '-', <= 63, starts
-// and ends alphanumeric).
+// and ends alphanumeric): namespaces, label values of that form.
 bool IsDns1123Label(std::string_view s);
+// True for a DNS-1123 subdomain (most object names): labels joined by '.',
+// <= 253.
+bool IsDns1123Subdomain(std::string_view s);
 
 }  // namespace caphv::harvester

@@ -26,11 +26,6 @@ ReflectorOptions ToReflectorOptions(const InformerOptions& o) {
   r.label_selector = o.label_selector;
   r.field_selector = o.field_selector;
   r.page_size = o.page_size;
-  // Replace() prepares the items again (both steps are idempotent).
-  r.list_item = [transform = o.transform](Object& item) {
-    CompactObject(item);
-    if (transform) transform(item);
-  };
   r.backoff = o.backoff;
   r.clock = o.clock;
   return r;
@@ -196,9 +191,13 @@ bool Informer::WaitForSync(std::chrono::milliseconds timeout, std::stop_token st
   return sync_cv_.wait_for(lock, stop, timeout, [this] { return synced_; });
 }
 
-ObjectPtr Informer::Prepare(Object&& o) const {
-  CompactObject(o);
-  if (options_.transform) options_.transform(o);
+void Informer::PrepareListed(Object& item) {
+  CompactObject(item);
+  if (options_.transform) options_.transform(item);
+}
+
+ObjectPtr Informer::Prepare(Object&& o) {
+  PrepareListed(o);
   return std::make_shared<const Object>(std::move(o));
 }
 
@@ -223,7 +222,7 @@ void Informer::DispatchDelete(const DeletedObject& d) {
 void Informer::Replace(std::vector<Object> items, const std::string& resource_version) {
   std::vector<ObjectPtr> objects;
   objects.reserve(items.size());
-  for (Object& o : items) objects.push_back(Prepare(std::move(o)));
+  for (Object& o : items) objects.push_back(std::make_shared<const Object>(std::move(o)));
   items.clear();
   items.shrink_to_fit();
 

@@ -125,13 +125,16 @@ class Informer final : private ReflectorSink {
 
   // The reflector's entry points, public so that unit tests can drive the
   // cache and handler semantics without an apiserver. Not for other callers.
+  // PrepareListed compacts and transforms one listed item; Replace takes the
+  // items as PrepareListed left them.
+  void PrepareListed(Object& item) override;
   void Replace(std::vector<Object> items, const std::string& resource_version) override;
   void Apply(WatchEvent event) override;
   // Re-delivers the cache to the handlers as updates.
   void Resync();
 
  private:
-  ObjectPtr Prepare(Object&& o) const;
+  ObjectPtr Prepare(Object&& o);
   void DispatchAdd(const ObjectPtr& obj, bool initial);
   void DispatchUpdate(const ObjectPtr& old_obj, const ObjectPtr& new_obj);
   void DispatchDelete(const DeletedObject& d);

@@ -59,8 +59,9 @@ Status Reflector::ListOnce(std::string& relist_rv) {
   lo.label_selector = options_.label_selector;
   lo.field_selector = options_.field_selector;
   lo.resource_version = relist_rv;
+  auto prepare = [this](Object& item) { sink_.PrepareListed(item); };
   StatusOr<ObjectList> list =
-      client_->ListAll(options_.gvr, options_.ns, lo, options_.page_size, options_.list_item);
+      client_->ListAll(options_.gvr, options_.ns, lo, options_.page_size, prepare);
   if (!list.ok() && list.status().IsGone() && !relist_rv.empty()) {
     // The resourceVersion we asked for is compacted away: read the latest.
     {
@@ -69,7 +70,7 @@ Status Reflector::ListOnce(std::string& relist_rv) {
     }
     relist_rv.clear();
     lo.resource_version.clear();
-    list = client_->ListAll(options_.gvr, options_.ns, lo, options_.page_size, options_.list_item);
+    list = client_->ListAll(options_.gvr, options_.ns, lo, options_.page_size, prepare);
   }
   if (!list.ok()) return list.status();
   std::string rv = list->resource_version;

@@ -44,7 +44,11 @@ namespace caphv::kube {
 class ReflectorSink {
  public:
   virtual ~ReflectorSink() = default;
-  // The complete content of the collection at `resource_version`.
+  // Prepares one listed item as its page is decoded (the informer's
+  // compaction), so a LIST never holds the whole collection unprepared.
+  virtual void PrepareListed(Object& item) = 0;
+  // The complete content of the collection at `resource_version`, every item
+  // already passed through PrepareListed.
   virtual void Replace(std::vector<Object> items, const std::string& resource_version) = 0;
   // One ADDED, MODIFIED or DELETED event.
   virtual void Apply(WatchEvent event) = 0;
@@ -56,9 +60,6 @@ struct ReflectorOptions {
   std::string label_selector;
   std::string field_selector;
   int64_t page_size = 500;
-  // Applied to each listed item as its page arrives (the informer's
-  // compaction), so a LIST never holds the whole collection uncompacted.
-  std::function<void(Object&)> list_item;
   Backoff::Options backoff;
   Clock* clock = nullptr;  // default: Clock::Real()
 };

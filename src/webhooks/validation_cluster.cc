@@ -5,10 +5,20 @@
 #include <set>
 #include <string>
 
+#include "harvester/ipv4.h"
+#include "harvester/naming.h"
 #include "webhooks/validation.h"
 #include "webhooks/validation_net.h"
 
 namespace caphv::webhooks {
+
+using harvester::Contains;
+using harvester::Ipv4Subnet;
+using harvester::IsDns1123Label;
+using harvester::IsDns1123Subdomain;
+using harvester::IsIp;
+using harvester::ParseCidr;
+using harvester::ParseIpv4;
 namespace {
 
 constexpr std::string_view kApiServerListener = "api-server";
@@ -17,7 +27,7 @@ constexpr int kApiServerPort = 6443;
 void ValidateRequiredIP(const std::string& value, const std::string& path, FieldErrors& errs) {
   if (value.empty()) {
     errs.push_back(Required(path));
-  } else if (!IsIP(value)) {
+  } else if (!IsIp(value)) {
     errs.push_back(Invalid(path, value, "is not a valid IP address"));
   }
 }
@@ -25,7 +35,7 @@ void ValidateRequiredIP(const std::string& value, const std::string& path, Field
 void ValidateIPList(const std::vector<std::string>& ips, const std::string& path,
                     FieldErrors& errs) {
   for (size_t i = 0; i < ips.size(); ++i) {
-    if (!IsIP(ips[i])) {
+    if (!IsIp(ips[i])) {
       errs.push_back(
           Invalid(path + "[" + std::to_string(i) + "]", ips[i], "is not a valid IP address"));
     }
@@ -53,10 +63,10 @@ void ValidateIPPool(const api::IPPoolSpec& pool, const std::string& path, FieldE
                            "must be <namespace>/<name> of a VM network: " +
                                (ref ? std::string("the namespace is missing") : why)));
   }
-  std::optional<Ipv4Cidr> subnet;
+  std::optional<Ipv4Subnet> subnet;
   if (pool.subnet.empty()) {
     errs.push_back(Required(path + ".subnet"));
-  } else if (!(subnet = ParseIPv4Cidr(pool.subnet))) {
+  } else if (!(subnet = ParseCidr(pool.subnet))) {
     errs.push_back(
         Invalid(path + ".subnet", pool.subnet, "must be an IPv4 CIDR such as 10.0.0.0/24"));
   }
@@ -65,10 +75,10 @@ void ValidateIPPool(const api::IPPoolSpec& pool, const std::string& path, FieldE
       if (required) errs.push_back(Required(path + "." + field));
       return std::optional<uint32_t>();
     }
-    auto ip = ParseIPv4(value);
+    auto ip = ParseIpv4(value);
     if (!ip) {
       errs.push_back(Invalid(path + "." + field, value, "is not a valid IPv4 address"));
-    } else if (subnet && !InSubnet(*ip, subnet->network, subnet->prefix)) {
+    } else if (subnet && !Contains(*subnet, *ip)) {
       errs.push_back(Invalid(path + "." + field, value, "must be inside " + pool.subnet));
       return std::optional<uint32_t>();
     }
@@ -143,17 +153,16 @@ void ValidateLoadBalancer(const api::LoadBalancerConfig& lb, const std::string& 
 // The addresses an inline pool hands out, as Harvester defaults them (start
 // network+1, end broadcast-1); nullopt when the pool does not parse.
 std::optional<std::pair<uint32_t, uint32_t>> PoolSpan(const api::IPPoolSpec& pool) {
-  auto cidr = ParseIPv4Cidr(pool.subnet);
+  auto cidr = ParseCidr(pool.subnet);
   if (!cidr || cidr->prefix > 30) return std::nullopt;
-  const uint32_t host = cidr->prefix == 0 ? ~0u : (1u << (32 - cidr->prefix)) - 1;
-  uint32_t start = cidr->network + 1, end = (cidr->network | host) - 1;
+  uint32_t start = harvester::FirstHost(*cidr), end = harvester::LastHost(*cidr);
   if (!pool.range_start.empty()) {
-    auto ip = ParseIPv4(pool.range_start);
+    auto ip = ParseIpv4(pool.range_start);
     if (!ip) return std::nullopt;
     start = *ip;
   }
   if (!pool.range_end.empty()) {
-    auto ip = ParseIPv4(pool.range_end);
+    auto ip = ParseIpv4(pool.range_end);
     if (!ip) return std::nullopt;
     end = *ip;
   }
@@ -167,9 +176,9 @@ void ValidateVMNetworkConfig(const api::VMNetworkConfig& vm, const std::string& 
   ValidateRequiredIP(vm.gateway, path + ".gateway", errs);
   if (vm.subnet_mask.empty()) {
     errs.push_back(Required(path + ".subnetMask"));
-  } else if (!IsIP(vm.subnet_mask)) {
+  } else if (!IsIp(vm.subnet_mask)) {
     errs.push_back(Invalid(path + ".subnetMask", vm.subnet_mask, "is not a valid IP address"));
-  } else if (!MaskPrefixLength(vm.subnet_mask)) {
+  } else if (!SubnetMaskPrefix(vm.subnet_mask)) {
     errs.push_back(Invalid(path + ".subnetMask", vm.subnet_mask,
                            "must be a contiguous dotted IPv4 mask such as 255.255.255.0"));
   }
@@ -195,9 +204,9 @@ void ValidateVMNetworkConfig(const api::VMNetworkConfig& vm, const std::string& 
   if (vm.ip_pool && !machine_level) {
     ValidateIPPool(*vm.ip_pool, path + ".ipPool", errs);
     // The VMs' gateway must be reachable inside the pool's subnet.
-    auto cidr = ParseIPv4Cidr(vm.ip_pool->subnet);
-    auto gw = ParseIPv4(vm.gateway);
-    if (cidr && gw && !InSubnet(*gw, cidr->network, cidr->prefix)) {
+    auto cidr = ParseCidr(vm.ip_pool->subnet);
+    auto gw = ParseIpv4(vm.gateway);
+    if (cidr && gw && !Contains(*cidr, *gw)) {
       errs.push_back(Invalid(path + ".gateway", vm.gateway,
                              "must be inside the ipPool subnet " + vm.ip_pool->subnet));
     }

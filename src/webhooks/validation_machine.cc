@@ -7,10 +7,17 @@
 #include <string>
 
 #include "api/quantity.h"
+#include "harvester/ipv4.h"
+#include "harvester/naming.h"
 #include "webhooks/validation.h"
 #include "webhooks/validation_net.h"
 
 namespace caphv::webhooks {
+
+using harvester::Contains;
+using harvester::IsDns1123Subdomain;
+using harvester::IsIp;
+using harvester::ParseIpv4;
 namespace {
 
 std::string Index(const std::string& path, size_t i) {
@@ -106,22 +113,22 @@ void ValidateNetworkConfig(const api::NetworkConfig& nc, const std::string& path
   bool v6 = false;
   if (nc.address.empty()) {
     errs.push_back(Required(path + ".address", "is required when networkConfig is set"));
-  } else if (!IsIP(nc.address)) {
+  } else if (!IsIp(nc.address)) {
     errs.push_back(Invalid(path + ".address", nc.address, "is not a valid IP address"));
   } else {
-    address = ParseIPv4(nc.address);
+    address = ParseIpv4(nc.address);
     v6 = !address;
   }
   if (nc.gateway.empty()) {
     errs.push_back(Required(path + ".gateway", "is required when networkConfig is set"));
-  } else if (!IsIP(nc.gateway)) {
+  } else if (!IsIp(nc.gateway)) {
     errs.push_back(Invalid(path + ".gateway", nc.gateway, "is not a valid IP address"));
   } else {
-    gateway = ParseIPv4(nc.gateway);
+    gateway = ParseIpv4(nc.gateway);
   }
   std::optional<int> prefix;
   if (!nc.subnet_mask.empty()) {
-    prefix = MaskPrefixLength(nc.subnet_mask);
+    prefix = SubnetMaskPrefix(nc.subnet_mask);
     if (!prefix || v6) {
       errs.push_back(Invalid(path + ".subnetMask", nc.subnet_mask,
                              "must be a contiguous dotted IPv4 mask such as 255.255.255.0"));
@@ -129,13 +136,13 @@ void ValidateNetworkConfig(const api::NetworkConfig& nc, const std::string& path
   }
   if (address && gateway && prefix && *address == *gateway) {
     errs.push_back(Invalid(path + ".gateway", nc.gateway, "must differ from address"));
-  } else if (address && gateway && prefix && !InSubnet(*gateway, *address, *prefix)) {
+  } else if (address && gateway && prefix && !Contains({*address, *prefix}, *gateway)) {
     errs.push_back(
         Invalid(path + ".gateway", nc.gateway,
                 "must be inside the subnet of " + nc.address + "/" + std::to_string(*prefix)));
   }
   for (size_t i = 0; i < nc.dns_servers.size(); ++i) {
-    if (!IsIP(nc.dns_servers[i])) {
+    if (!IsIp(nc.dns_servers[i])) {
       errs.push_back(
           Invalid(Index(path + ".dnsServers", i), nc.dns_servers[i], "is not a valid IP address"));
     }

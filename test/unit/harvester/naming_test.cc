@@ -43,6 +43,21 @@ TEST(NamingTest, Rfc1035NameLikeTheGoProvider) {
   EXPECT_EQ(Rfc1035Name({std::string(62, 'a'), "b"}), std::string(62, 'a'));
 }
 
+TEST(NamingTest, Dns1123LabelsAndSubdomains) {
+  EXPECT_TRUE(IsDns1123Label("default"));
+  EXPECT_TRUE(IsDns1123Label("a-1"));
+  EXPECT_FALSE(IsDns1123Label("Default"));
+  EXPECT_FALSE(IsDns1123Label("-a"));
+  EXPECT_FALSE(IsDns1123Label("a.b"));
+  EXPECT_FALSE(IsDns1123Label(std::string(64, 'a')));
+  EXPECT_TRUE(IsDns1123Subdomain("my-vm-image.qcow2"));
+  EXPECT_FALSE(IsDns1123Subdomain("a..b"));
+  EXPECT_FALSE(IsDns1123Subdomain("x86_64"));
+  const std::string label(63, 'a');
+  EXPECT_TRUE(IsDns1123Subdomain(label + "." + label + "." + label + "." + std::string(61, 'a')));
+  EXPECT_FALSE(IsDns1123Subdomain(label + "." + label + "." + label + "." + label));  // 255
+}
+
 TEST(NamingTest, NameWithHashFitsAndIsStable) {
   auto a = NameWithHash(std::string(80, 'a'), "seed", 63);
   EXPECT_EQ(a.size(), 63u);

@@ -128,7 +128,10 @@ TEST(InformerTest, CachedObjectsAreCompactedAndTransformed) {
   InformerOptions o = Options();
   o.transform = [](Object& obj) { obj["metadata"]["annotations"] = {{"seen", "yes"}}; };
   Informer inf(nullptr, std::move(o));
-  inf.Replace({Cm("a", "1")}, "1");
+  // As the reflector does: each listed item is prepared as its page is read.
+  Object listed = Cm("a", "1");
+  inf.PrepareListed(listed);
+  inf.Replace({listed}, "1");
   inf.Apply(Event(WatchEvent::Type::kAdded, Cm("b", "2")));
   for (const char* key : {"ns/a", "ns/b"}) {
     ObjectPtr obj = inf.store().Get(key);

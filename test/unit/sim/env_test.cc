@@ -15,21 +15,6 @@ namespace {
 
 using kube::Object;
 
-TEST(Manifests, YamlScalarsAreTypedLikeKubernetes) {
-  auto docs =
-      ParseYamlDocuments("a: 1\nb: true\nc: '1'\nd: ~\ne: 1.5\nf: hello\n---\n---\ng: []\n");
-  ASSERT_TRUE(docs.ok());
-  ASSERT_EQ(docs->size(), 2u);
-  const auto& d = (*docs)[0];
-  EXPECT_EQ(d["a"], 1);
-  EXPECT_EQ(d["b"], true);
-  EXPECT_EQ(d["c"], "1");
-  EXPECT_TRUE(d["d"].is_null());
-  EXPECT_EQ(d["e"], 1.5);
-  EXPECT_EQ(d["f"], "hello");
-  EXPECT_FALSE(ParseYamlDocuments("a: [").ok());
-}
-
 TEST(Manifests, CrdsCoverHarvesterKinds) {
   auto crds = CrdManifests();
   ASSERT_TRUE(crds.ok()) << crds.status().ToString();
