@@ -8,7 +8,7 @@
 
 #include "controllers/capi.h"
 #include "controllers/cluster_reconciler.h"
-#include "controllers/machine_observe.h"
+#include "controllers/harvester_connections.h"
 #include "harvester/cloud_provider.h"
 #include "harvester/load_balancer.h"
 #include "harvester/naming.h"

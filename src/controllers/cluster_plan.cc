@@ -13,6 +13,7 @@
 #include "controllers/capi.h"
 #include "harvester/cloud_provider.h"
 #include "harvester/identity_expiry.h"
+#include "harvester/ipam.h"
 
 namespace caphv::controllers {
 

@@ -52,7 +52,6 @@
 #include <vector>
 
 #include "api/harvester_cluster.h"
-#include "controllers/machine_plan.h"  // kInfrastructureReady
 #include "controllers/reconcile.h"
 #include "harvester/cloud_provider.h"
 #include "harvester/failure_domains.h"
@@ -193,7 +192,8 @@ enum class ClusterActionKind {
   kRemoveFinalizer,
 };
 
-std::string_view ActionName(ClusterActionKind kind);
+ActionRow RowOf(ClusterActionKind kind);
+inline std::string_view ActionName(ClusterActionKind kind) { return RowOf(kind).name; }
 
 struct ClusterAction {
   ClusterActionKind kind;
@@ -250,8 +250,8 @@ TokenSecretView ViewOfTokenSecret(const kube::Object& secret, const ClusterObser
 ClusterPlan PlanCluster(const ClusterObservation& obs);
 
 // `action` of `plan` failed with `error`: the condition and Warning Event
-// that report it (none for a 409 Conflict, which is only retried, nor for
-// writes to the management cluster and deletions).
+// that report it (its RowOf; none for a 409 Conflict, which is only retried,
+// nor for writes to the management cluster and deletions).
 void MarkActionFailed(const ClusterObservation& obs, const ClusterAction& action,
                       const kube::Status& error, ClusterPlan& plan);
 

@@ -89,42 +89,45 @@ std::string CloudProviderObjectName(CloudProviderObject o, const harvester::Clou
   return {};
 }
 
-std::string_view ActionName(ClusterActionKind kind) {
+// Management-cluster writes and deletions report no condition: they are only
+// retried.
+ActionRow RowOf(ClusterActionKind kind) {
   switch (kind) {
     case ClusterActionKind::kAddFinalizer:
-      return "AddFinalizer";
+      return {"AddFinalizer", "", ""};
     case ClusterActionKind::kEnsureNamespace:
-      return "EnsureNamespace";
+      return {"EnsureNamespace", kTargetNamespaceReady, "TargetNamespaceNotReady"};
     case ClusterActionKind::kRecordConnection:
-      return "RecordConnection";
+      return {"RecordConnection", "", ""};
     case ClusterActionKind::kApplyPool:
-      return "ApplyPool";
+      return {"ApplyPool", kVmIpPoolReady, "VMIPPoolCreationFailed"};
     case ClusterActionKind::kApplyLoadBalancer:
-      return "ApplyLoadBalancer";
+      return {"ApplyLoadBalancer", kLoadBalancerReady, "LoadBalancerCreationFailed"};
     case ClusterActionKind::kSetControlPlaneEndpoint:
-      return "SetControlPlaneEndpoint";
+      return {"SetControlPlaneEndpoint", "", ""};
     case ClusterActionKind::kApplyCloudProviderObject:
-      return "ApplyCloudProviderObject";
+      return {"ApplyCloudProviderObject", kCloudProviderConfigReady,
+              "CloudProviderCredentialsFailed"};
     case ClusterActionKind::kReadManifestsConfigMap:
-      return "ReadManifestsConfigMap";
+      return {"ReadManifestsConfigMap", "", ""};
     case ClusterActionKind::kUpdateManifestsConfigMap:
-      return "UpdateManifestsConfigMap";
+      return {"UpdateManifestsConfigMap", kCloudProviderConfigReady, "CloudProviderConfigFailed"};
     case ClusterActionKind::kDeleteLoadBalancer:
-      return "DeleteLoadBalancer";
+      return {"DeleteLoadBalancer", "", ""};
     case ClusterActionKind::kConfirmLoadBalancerGone:
-      return "ConfirmLoadBalancerGone";
+      return {"ConfirmLoadBalancerGone", "", ""};
     case ClusterActionKind::kDeletePool:
-      return "DeletePool";
+      return {"DeletePool", "", ""};
     case ClusterActionKind::kDeleteCloudProviderObject:
-      return "DeleteCloudProviderObject";
+      return {"DeleteCloudProviderObject", "", ""};
     case ClusterActionKind::kReadLegacyObjects:
-      return "ReadLegacyObjects";
+      return {"ReadLegacyObjects", "", ""};
     case ClusterActionKind::kDeleteLegacyObject:
-      return "DeleteLegacyObject";
+      return {"DeleteLegacyObject", "", ""};
     case ClusterActionKind::kRemoveFinalizer:
-      return "RemoveFinalizer";
+      return {"RemoveFinalizer", "", ""};
   }
-  return "Unknown";
+  return {"Unknown", "", ""};
 }
 
 harvester::ClusterIdentity ClusterIdentityOf(const ClusterObservation& obs) {
@@ -216,41 +219,21 @@ TokenSecretView ViewOfTokenSecret(const Object& secret, const ClusterObservation
 
 void MarkActionFailed(const ClusterObservation& obs, const ClusterAction& action,
                       const kube::Status& error, ClusterPlan& plan) {
-  if (error.IsConflict()) return;  // only retried: the watch brings the new version
-  std::string_view type;
-  std::string_view reason;
+  const ActionRow row = RowOf(action.kind);
+  if (row.failure_condition.empty() || error.IsConflict()) return;
+  std::string_view type = row.failure_condition;
+  std::string_view reason = row.failure_reason;
   std::string message = error.message();
   bool warn = true;
-  switch (action.kind) {
-    case ClusterActionKind::kEnsureNamespace:
-      type = kTargetNamespaceReady;
-      reason = "TargetNamespaceNotReady";
-      message = "cannot create the Harvester namespace " + action.name + ": " + message;
-      break;
-    case ClusterActionKind::kApplyPool:
-      if (action.name == LbInlinePoolName(obs.hc)) {
-        type = kLoadBalancerReady;
-        reason = "IPPoolCreationFailed";
-        warn = false;
-      } else {
-        type = kVmIpPoolReady;
-        reason = "VMIPPoolCreationFailed";
-      }
-      break;
-    case ClusterActionKind::kApplyLoadBalancer:
-      type = kLoadBalancerReady;
-      reason = "LoadBalancerCreationFailed";
-      break;
-    case ClusterActionKind::kApplyCloudProviderObject:
-      type = kCloudProviderConfigReady;
-      reason = "CloudProviderCredentialsFailed";
-      break;
-    case ClusterActionKind::kUpdateManifestsConfigMap:
-      type = kCloudProviderConfigReady;
-      reason = "CloudProviderConfigFailed";
-      break;
-    default:
-      return;  // management-cluster writes and deletions: only retried
+  if (action.kind == ClusterActionKind::kEnsureNamespace) {
+    message = "cannot create the Harvester namespace " + action.name + ": " + message;
+  } else if (action.kind == ClusterActionKind::kApplyPool &&
+             action.name == LbInlinePoolName(obs.hc)) {
+    // The load balancer's inline pool reports on LoadBalancerReady, without
+    // a Warning Event.
+    type = kLoadBalancerReady;
+    reason = "IPPoolCreationFailed";
+    warn = false;
   }
   Conditions c(obs.hc.status.conditions, obs.hc.metadata.generation);
   c.mutable_current() = plan.status.conditions;

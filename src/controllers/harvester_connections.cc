@@ -140,4 +140,17 @@ kube::BuildResult<Connection> HarvesterConnections::Build(
   return Result::Ready(std::move(conn));
 }
 
+ConnectionView ViewOfConnection(const ConnectionLookup& l) {
+  ConnectionView v;
+  v.ready = l.connection != nullptr;
+  v.reason = l.reason;
+  v.message = l.message;
+  v.retry_after = l.retry_after;
+  if (l.connection) {
+    v.server = l.connection->server();
+    v.identity_expiry = l.connection->identity_expiry();
+  }
+  return v;
+}
+
 }  // namespace caphv::controllers

@@ -49,6 +49,7 @@
 #include <string>
 
 #include "controllers/harvester_connection.h"
+#include "controllers/reconcile.h"
 #include "kube/clock.h"
 #include "kube/connection_pool.h"
 #include "kube/controller.h"
@@ -67,6 +68,9 @@ struct ConnectionLookup {
   std::string message;
   std::chrono::milliseconds retry_after{0};  // failed: until the next attempt; 0 while connecting
 };
+
+// A connection lookup as a planner sees it.
+ConnectionView ViewOfConnection(const ConnectionLookup& lookup);
 
 class HarvesterConnections {
  public:

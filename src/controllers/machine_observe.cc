@@ -77,19 +77,6 @@ VmiView ViewOfVmi(const kube::Object& vmi) {
   return v;
 }
 
-ConnectionView ViewOfConnection(const ConnectionLookup& l) {
-  ConnectionView v;
-  v.ready = l.connection != nullptr;
-  v.reason = l.reason;
-  v.message = l.message;
-  v.retry_after = l.retry_after;
-  if (l.connection) {
-    v.server = l.connection->server();
-    v.identity_expiry = l.connection->identity_expiry();
-  }
-  return v;
-}
-
 SecretView ViewOfSecret(const kube::Object& secret, const harvester::ClusterIdentity& identity) {
   SecretView v;
   v.ours = harvester::OwnedBy(LabelsOf(secret), identity);

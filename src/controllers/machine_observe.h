@@ -15,9 +15,6 @@
 
 namespace caphv::controllers {
 
-// A connection lookup (Harvester) as a planner sees it.
-ConnectionView ViewOfConnection(const ConnectionLookup& lookup);
-
 // A VirtualMachine: uid, whether it carries `identity`'s cluster id, whether
 // it is being deleted, and whether its PVCs are already marked for removal.
 VmView ViewOfVm(const kube::Object& vm, const harvester::ClusterIdentity& identity);

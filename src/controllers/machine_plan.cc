@@ -19,9 +19,6 @@ namespace {
 using std::chrono::minutes;
 using std::chrono::seconds;
 
-constexpr std::array<std::string_view, 4> kReadyOrder = {kInfrastructureReady, kBootstrapDataReady,
-                                                         kVmIpAllocated, kVmProvisioningReady};
-
 class Planner {
  public:
   Planner(const MachineObservation& obs, MachinePlan& plan)
@@ -47,7 +44,8 @@ class Planner {
       Normal();
     }
     if (!obs_.paused) {
-      SummarizeReady(conditions_, plan_.status.ready.value_or(false), obs_.deleting, kReadyOrder);
+      SummarizeReady(conditions_, plan_.status.ready.value_or(false), obs_.deleting,
+                     kMachineReadyOrder);
     }
     plan_.status.conditions = conditions_.current();
     plan_.events = conditions_.warnings();

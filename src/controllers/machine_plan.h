@@ -69,8 +69,7 @@
 
 namespace caphv::controllers {
 
-// Condition types of a HarvesterMachine.
-inline constexpr std::string_view kInfrastructureReady = "InfrastructureReady";
+// Condition types of a HarvesterMachine (and kInfrastructureReady).
 inline constexpr std::string_view kBootstrapDataReady = "BootstrapDataReady";
 inline constexpr std::string_view kVmProvisioningReady = "VMProvisioningReady";
 inline constexpr std::string_view kVmIpAllocated = "VMIPAllocated";
@@ -232,7 +231,8 @@ enum class ActionKind {
   kReleaseEtcdNode,     // name: the Node; body: the merge patch dropping kEtcdNodeFinalizer
 };
 
-std::string_view ActionName(ActionKind kind);
+ActionRow RowOf(ActionKind kind);
+inline std::string_view ActionName(ActionKind kind) { return RowOf(kind).name; }
 
 struct MachineAction {
   ActionKind kind;
@@ -263,7 +263,17 @@ std::string MachineOwnerId(const MachineObservation& obs);
 // The cluster identity of the machine's Cluster.
 harvester::ClusterIdentity MachineIdentity(const MachineObservation& obs);
 
+// The conditions the Ready summary looks at, in order.
+inline constexpr std::array<std::string_view, 4> kMachineReadyOrder = {
+    kInfrastructureReady, kBootstrapDataReady, kVmIpAllocated, kVmProvisioningReady};
+
 MachinePlan PlanMachine(const MachineObservation& obs);
+
+// `action` of `plan` failed with `error`: the condition and Warning Event
+// that report it (its RowOf; none for a 409 Conflict, which is only retried,
+// nor for an action without a failure condition).
+void MarkActionFailed(const MachineObservation& obs, const MachineAction& action,
+                      const kube::Status& error, MachinePlan& plan);
 
 // Whether a planned status that differs from `reported` must be written at
 // once rather than held (StatusHold): it turns a condition into a failure

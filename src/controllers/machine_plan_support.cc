@@ -1,57 +1,71 @@
 // File: controllers/machine_plan_support.cc
 //
-// The small functions of machine_plan.h beside the planner itself: action
-// names (logs, condition messages) and the machine's identities.
+// The small functions of machine_plan.h beside the planner itself: the action
+// table (names, what a failure reports), failure marking and the machine's
+// identities.
 
 #include "api/conditions.h"
 #include "controllers/machine_plan.h"
 
 namespace caphv::controllers {
 
-std::string_view ActionName(ActionKind kind) {
+ActionRow RowOf(ActionKind kind) {
   switch (kind) {
     case ActionKind::kAddFinalizer:
-      return "AddFinalizer";
+      return {"AddFinalizer", "", ""};
     case ActionKind::kReadCreationInputs:
-      return "ReadCreationInputs";
+      return {"ReadCreationInputs", kVmProvisioningReady, "HarvesterReadFailed"};
     case ActionKind::kReserveAddress:
-      return "ReserveAddress";
+      return {"ReserveAddress", kVmIpAllocated, "VMIPAllocationFailed"};
     case ActionKind::kApplyCloudInitSecret:
-      return "ApplyCloudInitSecret";
+      return {"ApplyCloudInitSecret", kVmProvisioningReady, "CloudInitSecretFailed"};
     case ActionKind::kCreateVm:
-      return "CreateVM";
+      return {"CreateVM", kVmProvisioningReady, "VMProvisioningFailed"};
     case ActionKind::kAdoptCloudInitSecret:
-      return "AdoptCloudInitSecret";
+      return {"AdoptCloudInitSecret", kVmProvisioningReady, "VMAdoptionFailed"};
     case ActionKind::kAdoptVm:
-      return "AdoptVM";
+      return {"AdoptVM", kVmProvisioningReady, "VMAdoptionFailed"};
     case ActionKind::kAdoptVmi:
-      return "AdoptVMI";
+      return {"AdoptVMI", kVmProvisioningReady, "VMAdoptionFailed"};
     case ActionKind::kSetProviderID:
-      return "SetProviderID";
+      return {"SetProviderID", "", ""};
     case ActionKind::kMarkPvcsForRemoval:
-      return "MarkPVCsForRemoval";
+      return {"MarkPVCsForRemoval", kVmProvisioningReady, "VMDeletionFailed"};
     case ActionKind::kDeleteVm:
-      return "DeleteVM";
+      return {"DeleteVM", kVmProvisioningReady, "VMDeletionFailed"};
     case ActionKind::kDeletePvc:
-      return "DeletePVC";
+      return {"DeletePVC", kVmProvisioningReady, "VMDeletionFailed"};
     case ActionKind::kDeleteCloudInitSecret:
-      return "DeleteCloudInitSecret";
+      return {"DeleteCloudInitSecret", kVmProvisioningReady, "VMDeletionFailed"};
     case ActionKind::kConfirmVmGone:
-      return "ConfirmVMGone";
+      return {"ConfirmVMGone", kVmProvisioningReady, "VMDeletionFailed"};
     case ActionKind::kReleaseAddress:
-      return "ReleaseAddress";
+      return {"ReleaseAddress", kVmIpAllocated, "VMIPReleaseFailed"};
     case ActionKind::kRemoveFinalizer:
-      return "RemoveFinalizer";
+      return {"RemoveFinalizer", "", ""};
     case ActionKind::kInitializeNode:
-      return "InitializeNode";
+      return {"InitializeNode", kNodeInitialized, "NodeInitializationFailed"};
     case ActionKind::kGuardEtcdNode:
-      return "GuardEtcdNode";
+      return {"GuardEtcdNode", "", ""};
     case ActionKind::kRequestEtcdRemoval:
-      return "RequestEtcdMemberRemoval";
+      return {"RequestEtcdMemberRemoval", kEtcdMemberRemoved, "EtcdMemberRemovalFailed"};
     case ActionKind::kReleaseEtcdNode:
-      return "ReleaseEtcdNode";
+      return {"ReleaseEtcdNode", "", ""};
   }
-  return "Unknown";
+  return {"Unknown", "", ""};
+}
+
+void MarkActionFailed(const MachineObservation& obs, const MachineAction& action,
+                      const kube::Status& error, MachinePlan& plan) {
+  const ActionRow row = RowOf(action.kind);
+  if (row.failure_condition.empty() || error.IsConflict()) return;
+  Conditions c(obs.hm.status.conditions, obs.hm.metadata.generation);
+  c.mutable_current() = plan.status.conditions;
+  c.Mark(row.failure_condition, false, row.failure_reason,
+         std::string(row.name) + " " + action.name + ": " + error.message(), true);
+  SummarizeReady(c, plan.status.ready.value_or(false), obs.deleting, kMachineReadyOrder);
+  plan.status.conditions = c.current();
+  plan.events = c.warnings();
 }
 
 std::string MachineOwnerId(const MachineObservation& obs) {

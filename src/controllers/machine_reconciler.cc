@@ -5,7 +5,6 @@
 
 #include "controllers/machine_reconciler.h"
 
-#include <array>
 #include <chrono>
 
 #include "api/codec.h"
@@ -16,51 +15,6 @@
 #include "controllers/writes.h"
 
 namespace caphv::controllers {
-
-namespace {
-
-constexpr std::array<std::string_view, 4> kReadyOrder = {kInfrastructureReady, kBootstrapDataReady,
-                                                         kVmIpAllocated, kVmProvisioningReady};
-
-// The condition a failed action reports, and its reason; empty type: none
-// (a failed write to the management cluster is only retried).
-std::pair<std::string_view, std::string_view> FailureOf(ActionKind kind) {
-  switch (kind) {
-    case ActionKind::kReserveAddress:
-      return {kVmIpAllocated, "VMIPAllocationFailed"};
-    case ActionKind::kReleaseAddress:
-      return {kVmIpAllocated, "VMIPReleaseFailed"};
-    case ActionKind::kApplyCloudInitSecret:
-      return {kVmProvisioningReady, "CloudInitSecretFailed"};
-    case ActionKind::kCreateVm:
-      return {kVmProvisioningReady, "VMProvisioningFailed"};
-    case ActionKind::kAdoptCloudInitSecret:
-    case ActionKind::kAdoptVm:
-    case ActionKind::kAdoptVmi:
-      return {kVmProvisioningReady, "VMAdoptionFailed"};
-    case ActionKind::kReadCreationInputs:
-      return {kVmProvisioningReady, "HarvesterReadFailed"};
-    case ActionKind::kMarkPvcsForRemoval:
-    case ActionKind::kDeleteVm:
-    case ActionKind::kDeletePvc:
-    case ActionKind::kDeleteCloudInitSecret:
-    case ActionKind::kConfirmVmGone:
-      return {kVmProvisioningReady, "VMDeletionFailed"};
-    case ActionKind::kInitializeNode:
-      return {kNodeInitialized, "NodeInitializationFailed"};
-    case ActionKind::kRequestEtcdRemoval:
-      return {kEtcdMemberRemoved, "EtcdMemberRemovalFailed"};
-    case ActionKind::kGuardEtcdNode:
-    case ActionKind::kReleaseEtcdNode:
-    case ActionKind::kAddFinalizer:
-    case ActionKind::kRemoveFinalizer:
-    case ActionKind::kSetProviderID:
-      return {"", ""};
-  }
-  return {"", ""};
-}
-
-}  // namespace
 
 void HarvesterMachineReconciler::Emit(Run& r, const EventNote& e) {
   if (!ctx_.recorder) return;
@@ -128,19 +82,7 @@ kube::Result HarvesterMachineReconciler::Reconcile(const kube::Request& req) {
 kube::Result HarvesterMachineReconciler::Report(Run& r, const MachineObservation& o,
                                                 MachinePlan plan, const MachineAction* failed,
                                                 const kube::Status& error) {
-  if (failed != nullptr) {
-    auto [type, reason] = FailureOf(failed->kind);
-    if (!type.empty() && !error.IsConflict()) {
-      Conditions c(o.hm.status.conditions, o.hm.metadata.generation);
-      c.mutable_current() = plan.status.conditions;
-      c.Mark(type, false, reason,
-             std::string(ActionName(failed->kind)) + " " + failed->name + ": " + error.message(),
-             true);
-      SummarizeReady(c, plan.status.ready.value_or(false), o.deleting, kReadyOrder);
-      plan.status.conditions = c.current();
-      plan.events = c.warnings();
-    }
-  }
+  if (failed != nullptr) MarkActionFailed(o, *failed, error, plan);
   for (const auto& e : plan.events) Emit(r, e);
   // A member left behind when the VM goes anyway (a failed removal request
   // is counted by the executor).

@@ -53,6 +53,22 @@ struct EventNote {
   bool operator==(const EventNote&) const = default;
 };
 
+// The condition both kinds report when their infrastructure is ready (the
+// Cluster API contract's summary of the provider's own conditions).
+inline constexpr std::string_view kInfrastructureReady = "InfrastructureReady";
+
+// One row per action kind of a reconciler: what the action is called (logs,
+// condition messages) and what its failure reports, the condition it turns
+// False and the reason (an empty condition: none; the action is only
+// retried). Each reconciler returns its rows from one switch without a
+// default (RowOf), so an action added without its row does not compile
+// (-Werror=switch).
+struct ActionRow {
+  std::string_view name;
+  std::string_view failure_condition;
+  std::string_view failure_reason;
+};
+
 // Conditions being planned, compared with those last reported.
 class Conditions {
  public:

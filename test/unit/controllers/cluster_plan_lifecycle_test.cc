@@ -13,6 +13,7 @@
 
 #include "api/codec.h"
 #include "cluster_plan_fixtures.h"
+#include "harvester/ipam.h"
 
 namespace caphv::controllers {
 namespace {

@@ -564,5 +564,38 @@ TEST(MachinePlanTest, AFailedVmIsNotReady) {
   EXPECT_EQ(Reason(p, api::kReadyCondition), "VMProvisioningFailed");
 }
 
+// A failed write is reported on the condition its action's row names, with
+// its name and the object in the message, once as a Warning; a Conflict is
+// only retried, and writes to the management cluster report nothing.
+TEST(MachinePlanTest, AFailedActionIsReportedOnTheConditionOfItsRow) {
+  auto o = Base(true);
+  o.pools = {Candidate(PoolObject("pool-a", "10.9.0.10", "10.9.0.11"))};
+  auto p = PlanMachine(o);
+  ASSERT_TRUE(p.action);
+  ASSERT_EQ(p.action->kind, ActionKind::kReserveAddress);
+  const MachineAction reserve = *p.action;
+
+  MarkActionFailed(o, reserve, kube::Status(kube::StatusCode::kConflict, "changed"), p);
+  EXPECT_NE(Reason(p, kVmIpAllocated), "VMIPAllocationFailed");
+  EXPECT_TRUE(p.events.empty());
+
+  MarkActionFailed(o, reserve, kube::Status(kube::StatusCode::kForbidden, "denied"), p);
+  const api::Condition* c = Cond(p, kVmIpAllocated);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->status, "False");
+  EXPECT_EQ(c->reason, "VMIPAllocationFailed");
+  EXPECT_EQ(c->message, "ReserveAddress pool-a: denied");
+  EXPECT_EQ(Reason(p, api::kReadyCondition), "VMIPAllocationFailed");
+  ASSERT_EQ(p.events.size(), 1u);
+  EXPECT_TRUE(p.events[0].warning);
+  EXPECT_EQ(p.events[0].reason, "VMIPAllocationFailed");
+
+  auto q = PlanMachine(o);
+  MarkActionFailed(o, MachineAction{ActionKind::kSetProviderID, "m-0", "harvester://x", {}, false},
+                   kube::Status(kube::StatusCode::kForbidden, "denied"), q);
+  EXPECT_EQ(q.status.conditions, PlanMachine(o).status.conditions);
+  EXPECT_TRUE(q.events.empty());
+}
+
 }  // namespace
 }  // namespace caphv::controllers

@@ -8,8 +8,12 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <cctype>
+#include <set>
 
 #include "api/conditions.h"
+#include "controllers/cluster_plan.h"
+#include "controllers/machine_plan.h"
 
 namespace caphv::controllers {
 namespace {
@@ -139,6 +143,28 @@ TEST(ToOurConditionsTest, TheGoProvidersConditionsAreTurnedIntoOurShape) {
   EXPECT_EQ(conditions[2].reason, "NotPaused");
   // Ours already: nothing to replace.
   EXPECT_FALSE(ToOurConditions(conditions, known));
+}
+
+// The names of a reconciler's action rows, checked on the way: every kind
+// (0 up to the first "Unknown") has a distinct PascalCase name, and a failure
+// reason exactly when its failure reports a condition. That a kind has a row
+// at all is the compiler's check (RowOf's switch has no default).
+template <typename Kind>
+std::set<std::string_view> CheckedRowNames() {
+  std::set<std::string_view> names;
+  for (int i = 0;; ++i) {
+    const ActionRow row = RowOf(static_cast<Kind>(i));
+    if (row.name == "Unknown") break;
+    EXPECT_TRUE(names.insert(row.name).second) << row.name;
+    EXPECT_TRUE(std::isupper(static_cast<unsigned char>(row.name.front()))) << row.name;
+    EXPECT_EQ(row.failure_condition.empty(), row.failure_reason.empty()) << row.name;
+  }
+  return names;
+}
+
+TEST(ActionRowTest, EveryActionOfBothReconcilersHasOneRowOfItsOwn) {
+  EXPECT_TRUE(CheckedRowNames<ActionKind>().contains("ReleaseEtcdNode"));  // the last kind
+  EXPECT_TRUE(CheckedRowNames<ClusterActionKind>().contains("RemoveFinalizer"));
 }
 
 }  // namespace
