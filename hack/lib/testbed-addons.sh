@@ -14,59 +14,32 @@
 # way CAPI's own envtest does it.
 
 # Rewrites CAPI's webhook configurations (YAML file $1) for a local server on
-# port $2; prints a JSON List. Reads YAML with PyYAML when present, otherwise
-# lets kubectl (kubeconfig $3) turn it into a stream of JSON objects.
-tb_capi_webhooks_json() { tb_local_webhooks_json "$1" "$2" "$3" capi-; }
+# port $2; prints a JSON List (read with yq, rewritten with its jq program).
+tb_capi_webhooks_json() { tb_local_webhooks_json "$1" "$2" capi-; }
 
-# tb_local_webhooks_json FILE PORT KUBECONFIG PREFIX: the webhook
+# tb_local_webhooks_json FILE PORT PREFIX: the webhook
 # configurations and CRDs of FILE (YAML) for a webhook server on
 # 127.0.0.1:PORT; prints a JSON List. Webhook configurations get the name
 # prefix PREFIX and every webhook clientConfig.url=https://127.0.0.1:PORT<path>
 # with the bed's CA; CRDs with a conversion webhook get the same for it (and
 # lose cert-manager's CA injection annotation); anything else is kept.
 tb_local_webhooks_json() {
-  local mode=json
-  python3 -c 'import yaml' 2>/dev/null && mode=yaml
-  {
-    if [ "$mode" = yaml ]; then cat "$1"; else
-      kubectl --kubeconfig "$3" create --dry-run=client -o json -f "$1"
-    fi
-  } | python3 -c '
-import base64, json, sys
-mode, port, ca_file, prefix = sys.argv[1:5]
-ca = base64.b64encode(open(ca_file, "rb").read()).decode()
-text = sys.stdin.read()
-if mode == "yaml":
-    import yaml
-    docs = [d for d in yaml.safe_load_all(text) if d]
-else:
-    docs, dec, i = [], json.JSONDecoder(), 0
-    while text[i:].strip():
-        i += len(text[i:]) - len(text[i:].lstrip())
-        obj, i = dec.raw_decode(text, i)
-        docs.append(obj)
-items = []
-for doc in docs:
-    items.extend(doc["items"] if doc.get("kind") == "List" else [doc])
-def local(client_config):
-    path = client_config.get("service", {}).get("path", "/")
-    return {"url": "https://127.0.0.1:%s%s" % (port, path), "caBundle": ca}
-for obj in items:
-    meta = obj["metadata"]
-    if obj.get("kind") == "CustomResourceDefinition":
-        meta.get("annotations", {}).pop("cert-manager.io/inject-ca-from", None)
-        conv = obj["spec"].get("conversion", {})
-        if conv.get("strategy") == "Webhook":
-            conv["webhook"]["clientConfig"] = local(conv["webhook"]["clientConfig"])
-        continue
-    meta["name"] = prefix + meta["name"]
-    meta.pop("annotations", None)
-    for hook in obj.get("webhooks", []):
-        hook["clientConfig"] = local(hook["clientConfig"])
-if not items:
-    sys.exit("no webhook configurations found")
-json.dump({"apiVersion": "v1", "kind": "List", "items": items}, sys.stdout)
-' "$mode" "$2" "$DIR/pki/ca.crt" "$4"
+  local ca
+  ca=$(base64 -w0 "$DIR/pki/ca.crt") || return 1
+  yq -c -s --arg port "$2" --arg ca "$ca" --arg prefix "$3" '
+    def local: {url: ("https://127.0.0.1:" + $port + (.service.path // "/")), caBundle: $ca};
+    [.[] | select(. != null) | if .kind == "List" then .items[] else . end]
+    | map(if .kind == "CustomResourceDefinition" then
+            del(.metadata.annotations["cert-manager.io/inject-ca-from"])
+            | if .spec.conversion.strategy == "Webhook"
+              then .spec.conversion.webhook.clientConfig |= local else . end
+          else
+            .metadata.name = $prefix + .metadata.name
+            | del(.metadata.annotations)
+            | if .webhooks then .webhooks |= map(.clientConfig |= local) else . end
+          end)
+    | if length == 0 then error("no webhook configurations found")
+      else {apiVersion: "v1", kind: "List", items: .} end' "$1"
 }
 
 # tb_up_capi [NAME]: NAME is mgmt (default: the process `capi`, files in
@@ -113,7 +86,7 @@ tb_capi_install() {
     crds="$cdir/crds.json"
     kubectl kustomize "$config/crd" >"$cdir/crds.yaml" 2>>"$DIR/logs/$comp-install.log" ||
       tb_fail_with_log "$comp-install" "rendering $config/crd failed"
-    tb_local_webhooks_json "$cdir/crds.yaml" "$webhook_port" "$kc" "" >"$crds" \
+    tb_local_webhooks_json "$cdir/crds.yaml" "$webhook_port" "" >"$crds" \
       2>>"$DIR/logs/$comp-install.log" || tb_fail_with_log "$comp-install" "rewriting the Cluster API CRDs failed"
   fi
   # Server-side apply: some CRDs are too big for the last-applied annotation.
@@ -122,7 +95,7 @@ tb_capi_install() {
   kubectl --kubeconfig "$kc" wait --for=condition=Established --timeout="${TIMEOUT}s" \
     -f "$crds" >>"$DIR/logs/$comp-install.log" 2>&1 ||
     tb_fail_with_log "$comp-install" "Cluster API CRDs not established"
-  tb_capi_webhooks_json "$config/webhook/manifests.yaml" "$webhook_port" "$kc" >"$cdir/webhooks.json" \
+  tb_capi_webhooks_json "$config/webhook/manifests.yaml" "$webhook_port" >"$cdir/webhooks.json" \
     2>>"$DIR/logs/$comp-install.log" ||
     tb_fail_with_log "$comp-install" "rewriting $config/webhook/manifests.yaml failed"
   kubectl --kubeconfig "$kc" apply --server-side -f "$cdir/webhooks.json" >>"$DIR/logs/$comp-install.log" 2>&1 ||
@@ -275,9 +248,9 @@ tb_rke2_install() {
     key=RKE2_${part^^}_WEBHOOK_PORT
     kubectl kustomize "$config/$part/crd" >"$DIR/rke2/$part-crds.yaml" 2>>"$DIR/logs/rke2-install.log" ||
       tb_fail_with_log rke2-install "rendering $config/$part/crd failed"
-    tb_local_webhooks_json "$DIR/rke2/$part-crds.yaml" "${!key}" "$kc" "" >"$DIR/rke2/$part-crds.json" \
+    tb_local_webhooks_json "$DIR/rke2/$part-crds.yaml" "${!key}" "" >"$DIR/rke2/$part-crds.json" \
       2>>"$DIR/logs/rke2-install.log" || tb_fail_with_log rke2-install "rewriting the $part CRDs failed"
-    tb_local_webhooks_json "$config/$part/webhook/manifests.yaml" "${!key}" "$kc" "rke2-$part-" \
+    tb_local_webhooks_json "$config/$part/webhook/manifests.yaml" "${!key}" "rke2-$part-" \
       >"$DIR/rke2/$part-webhooks.json" 2>>"$DIR/logs/rke2-install.log" ||
       tb_fail_with_log rke2-install "rewriting $config/$part/webhook/manifests.yaml failed"
   done

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "api/common.h"
+#include "api/envelope.h"
 #include "api/fields.h"
 #include "api/object_meta.h"
 
@@ -204,64 +205,9 @@ struct HarvesterClusterStatus {
   bool operator==(const HarvesterClusterStatus&) const = default;
 };
 
-struct HarvesterCluster {
-  std::string api_version;
-  std::string kind;
-  ObjectMeta metadata;
-  HarvesterClusterSpec spec;
-  HarvesterClusterStatus status;
-
-  static constexpr bool kDescribed = true;
-  template <typename Self, typename V>
-  static void Describe(Self& self, V& v) {
-    v(self.api_version, Field("apiVersion"));
-    v(self.kind, Field("kind"));
-    v(self.metadata, Field("metadata"));
-    v(self.spec, Field("spec").Required());
-    v(self.status, Field("status"));
-  }
-  bool operator==(const HarvesterCluster&) const = default;
-};
-
-struct HarvesterClusterTemplateResource {
-  TemplateMeta metadata;
-  HarvesterClusterSpec spec;
-
-  static constexpr bool kDescribed = true;
-  template <typename Self, typename V>
-  static void Describe(Self& self, V& v) {
-    v(self.metadata, Field("metadata").Doc("Metadata given to the stamped HarvesterCluster."));
-    v(self.spec, Field("spec").Required().Doc("Spec of the stamped HarvesterCluster."));
-  }
-  bool operator==(const HarvesterClusterTemplateResource&) const = default;
-};
-
-struct HarvesterClusterTemplateSpec {
-  HarvesterClusterTemplateResource template_;
-
-  static constexpr bool kDescribed = true;
-  template <typename Self, typename V>
-  static void Describe(Self& self, V& v) {
-    v(self.template_, Field("template").Required());
-  }
-  bool operator==(const HarvesterClusterTemplateSpec&) const = default;
-};
-
-struct HarvesterClusterTemplate {
-  std::string api_version;
-  std::string kind;
-  ObjectMeta metadata;
-  HarvesterClusterTemplateSpec spec;
-
-  static constexpr bool kDescribed = true;
-  template <typename Self, typename V>
-  static void Describe(Self& self, V& v) {
-    v(self.api_version, Field("apiVersion"));
-    v(self.kind, Field("kind"));
-    v(self.metadata, Field("metadata"));
-    v(self.spec, Field("spec").Required());
-  }
-  bool operator==(const HarvesterClusterTemplate&) const = default;
-};
+using HarvesterCluster = KindObject<HarvesterClusterSpec, HarvesterClusterStatus>;
+using HarvesterClusterTemplate = TemplateObject<
+    TemplateResource<HarvesterClusterSpec, "Metadata given to the stamped HarvesterCluster.",
+                     "Spec of the stamped HarvesterCluster.">>;
 
 }  // namespace caphv::api

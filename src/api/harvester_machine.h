@@ -22,6 +22,7 @@
 
 #include "api/affinity.h"
 #include "api/common.h"
+#include "api/envelope.h"
 #include "api/fields.h"
 #include "api/object_meta.h"
 
@@ -206,64 +207,9 @@ struct HarvesterMachineStatus {
   bool operator==(const HarvesterMachineStatus&) const = default;
 };
 
-struct HarvesterMachine {
-  std::string api_version;
-  std::string kind;
-  ObjectMeta metadata;
-  HarvesterMachineSpec spec;
-  HarvesterMachineStatus status;
-
-  static constexpr bool kDescribed = true;
-  template <typename Self, typename V>
-  static void Describe(Self& self, V& v) {
-    v(self.api_version, Field("apiVersion"));
-    v(self.kind, Field("kind"));
-    v(self.metadata, Field("metadata"));
-    v(self.spec, Field("spec").Required());
-    v(self.status, Field("status"));
-  }
-  bool operator==(const HarvesterMachine&) const = default;
-};
-
-struct HarvesterMachineTemplateResource {
-  TemplateMeta metadata;
-  HarvesterMachineSpec spec;
-
-  static constexpr bool kDescribed = true;
-  template <typename Self, typename V>
-  static void Describe(Self& self, V& v) {
-    v(self.metadata, Field("metadata").Doc("Metadata given to the stamped HarvesterMachines."));
-    v(self.spec, Field("spec").Required().Doc("Spec of the stamped HarvesterMachines."));
-  }
-  bool operator==(const HarvesterMachineTemplateResource&) const = default;
-};
-
-struct HarvesterMachineTemplateSpec {
-  HarvesterMachineTemplateResource template_;
-
-  static constexpr bool kDescribed = true;
-  template <typename Self, typename V>
-  static void Describe(Self& self, V& v) {
-    v(self.template_, Field("template").Required());
-  }
-  bool operator==(const HarvesterMachineTemplateSpec&) const = default;
-};
-
-struct HarvesterMachineTemplate {
-  std::string api_version;
-  std::string kind;
-  ObjectMeta metadata;
-  HarvesterMachineTemplateSpec spec;
-
-  static constexpr bool kDescribed = true;
-  template <typename Self, typename V>
-  static void Describe(Self& self, V& v) {
-    v(self.api_version, Field("apiVersion"));
-    v(self.kind, Field("kind"));
-    v(self.metadata, Field("metadata"));
-    v(self.spec, Field("spec").Required());
-  }
-  bool operator==(const HarvesterMachineTemplate&) const = default;
-};
+using HarvesterMachine = KindObject<HarvesterMachineSpec, HarvesterMachineStatus>;
+using HarvesterMachineTemplate = TemplateObject<
+    TemplateResource<HarvesterMachineSpec, "Metadata given to the stamped HarvesterMachines.",
+                     "Spec of the stamped HarvesterMachines.">>;
 
 }  // namespace caphv::api

@@ -1,7 +1,8 @@
 // File: controllers/capi.h
 //
-// Small readers and patch builders over Cluster API objects and CAPHV's own
-// objects, shared by the two reconcilers: owner lookup, pause, deletion,
+// What CAPHV knows of Cluster API, shared by the two reconcilers: its
+// resources, labels, annotations and finalizers; small readers and patch
+// builders over Cluster API objects and CAPHV's own: owner lookup, pause, deletion,
 // finalizers (with migration of the Go provider's legacy names), the
 // Cluster's infrastructure readiness and the Machine's bootstrap data.
 //
@@ -17,6 +18,7 @@
 
 #include "api/common.h"
 #include "kube/client.h"
+#include "kube/resource.h"
 
 namespace caphv::controllers {
 
@@ -32,6 +34,14 @@ inline constexpr std::string_view kPausedAnnotation = "cluster.x-k8s.io/paused";
 inline constexpr std::string_view kControlPlaneLabel = "cluster.x-k8s.io/control-plane";
 inline constexpr std::string_view kClusterNameLabel = "cluster.x-k8s.io/cluster-name";
 inline constexpr std::string_view kCapiGroup = "cluster.x-k8s.io";
+
+// Cluster API core at v1beta1 (served by v1.9 through v1.15). The manager
+// reads Clusters and Machines at the newest version the management cluster
+// serves instead (controllers::CapiVersionServed); these are the fallback.
+inline const kube::GroupVersionResource kCapiClusters{"cluster.x-k8s.io", "v1beta1", "clusters",
+                                                      true};
+inline const kube::GroupVersionResource kCapiMachines{"cluster.x-k8s.io", "v1beta1", "machines",
+                                                      true};
 
 // Name of the ownerReference of `kind` in group cluster.x-k8s.io; "" if none.
 std::string CapiOwnerName(const kube::Object& o, std::string_view kind);

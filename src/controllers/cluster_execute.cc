@@ -79,7 +79,8 @@ kube::StatusOr<LegacyView> ReadLegacy(kube::Client& client, const std::string& n
 
 }  // namespace
 
-Status HarvesterClusterReconciler::Execute(Run& r, const ClusterAction& a, ClusterObservation& o) {
+Status HarvesterClusterReconciler::Execute(ClusterScope& r, const ClusterAction& a,
+                                           ClusterObservation& o) {
   switch (a.kind) {
     case ClusterActionKind::kAddFinalizer:
     case ClusterActionKind::kRemoveFinalizer:
@@ -97,7 +98,7 @@ Status HarvesterClusterReconciler::Execute(Run& r, const ClusterAction& a, Clust
   return Status::Ok();
 }
 
-Status HarvesterClusterReconciler::PatchCluster(Run& r, const kube::Object& patch) {
+Status HarvesterClusterReconciler::PatchCluster(ClusterScope& r, const kube::Object& patch) {
   auto written = ctx_.mgmt->Patch(HcGvr(), r.req.ns, r.req.name, kube::PatchType::kMerge, patch);
   if (!written.ok()) return written.status();
   ctx_.harvester_clusters->RecordWrite(*written);  // read-your-writes
@@ -105,7 +106,7 @@ Status HarvesterClusterReconciler::PatchCluster(Run& r, const kube::Object& patc
   return Status::Ok();
 }
 
-Status HarvesterClusterReconciler::ExecuteManagement(Run& r, const ClusterAction& a,
+Status HarvesterClusterReconciler::ExecuteManagement(ClusterScope& r, const ClusterAction& a,
                                                      ClusterObservation& o) {
   switch (a.kind) {
     case ClusterActionKind::kAddFinalizer: {
@@ -175,7 +176,7 @@ Status HarvesterClusterReconciler::ExecuteManagement(Run& r, const ClusterAction
   }
 }
 
-Status HarvesterClusterReconciler::ExecuteHarvester(Run& r, const ClusterAction& a,
+Status HarvesterClusterReconciler::ExecuteHarvester(ClusterScope& r, const ClusterAction& a,
                                                     ClusterObservation& o) {
   kube::Client& client = r.conn->client();
   const std::string& ns = o.hc.spec.target_namespace;

@@ -15,7 +15,7 @@
 
 namespace caphv::controllers {
 
-ClusterObservation HarvesterClusterReconciler::Observe(Run& r, api::HarvesterCluster hc) {
+ClusterObservation HarvesterClusterReconciler::Observe(ClusterScope& r, api::HarvesterCluster hc) {
   ClusterObservation o;
   const kube::Object& object = *r.object;
   o.hc = std::move(hc);
@@ -60,7 +60,7 @@ ClusterObservation HarvesterClusterReconciler::Observe(Run& r, api::HarvesterClu
   return o;
 }
 
-void HarvesterClusterReconciler::ObserveHarvester(Run& r, ClusterObservation& o) {
+void HarvesterClusterReconciler::ObserveHarvester(ClusterScope& r, ClusterObservation& o) {
   const api::HarvesterCluster& hc = o.hc;
   ConnectionLookup lookup =
       ctx_.connections->Get(hc.spec.identity_secret.namespace_, hc.spec.identity_secret.name,

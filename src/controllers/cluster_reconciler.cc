@@ -13,7 +13,7 @@
 
 namespace caphv::controllers {
 
-void HarvesterClusterReconciler::Emit(Run& r, const EventNote& e) {
+void HarvesterClusterReconciler::Emit(ClusterScope& r, const EventNote& e) {
   if (!ctx_.recorder) return;
   ctx_.recorder->Event(*r.object, e.warning ? kube::EventType::kWarning : kube::EventType::kNormal,
                        e.reason, e.message);
@@ -41,7 +41,7 @@ kube::Result HarvesterClusterReconciler::Reconcile(const kube::Request& req) {
                      "cannot read HarvesterCluster " + key + ": " + decoded.status().message()));
   }
   const auto start = std::chrono::steady_clock::now();
-  Run r;
+  ClusterScope r;
   r.req = req;
   r.object = object;
   r.log = kube::log::Root().WithName("harvestercluster").WithValues({{"HarvesterCluster", key}});
@@ -81,7 +81,7 @@ kube::Result HarvesterClusterReconciler::Reconcile(const kube::Request& req) {
   return result;
 }
 
-kube::Result HarvesterClusterReconciler::Report(Run& r, const ClusterObservation& o,
+kube::Result HarvesterClusterReconciler::Report(ClusterScope& r, const ClusterObservation& o,
                                                 ClusterPlan plan, const ClusterAction* failed,
                                                 const kube::Status& error) {
   if (failed != nullptr) MarkActionFailed(o, *failed, error, plan);

@@ -30,6 +30,7 @@
 #include "api/harvester_cluster.h"
 #include "controllers/cluster_plan.h"
 #include "controllers/context.h"
+#include "controllers/scope.h"
 #include "kube/controller.h"
 #include "kube/log.h"
 
@@ -41,31 +42,21 @@ class HarvesterClusterReconciler {
   kube::Result Reconcile(const kube::Request& req);
 
  private:
-  // One reconcile's handles.
-  struct Run {
-    kube::Request req;
-    kube::ObjectPtr object;            // the HarvesterCluster as last read or written
-    std::shared_ptr<Connection> conn;  // set when the connection is ready
-    kube::log::Logger log;
-    std::string metrics_label;  // "<ns>/<Cluster name>"; "" without an owner
-    bool finalizer_removed = false;
-  };
-
   // cluster_observe.cc
-  ClusterObservation Observe(Run& r, api::HarvesterCluster hc);
-  void ObserveHarvester(Run& r, ClusterObservation& o);
+  ClusterObservation Observe(ClusterScope& r, api::HarvesterCluster hc);
+  void ObserveHarvester(ClusterScope& r, ClusterObservation& o);
 
   // cluster_execute.cc
-  kube::Status Execute(Run& r, const ClusterAction& a, ClusterObservation& o);
-  kube::Status ExecuteManagement(Run& r, const ClusterAction& a, ClusterObservation& o);
-  kube::Status ExecuteHarvester(Run& r, const ClusterAction& a, ClusterObservation& o);
+  kube::Status Execute(ClusterScope& r, const ClusterAction& a, ClusterObservation& o);
+  kube::Status ExecuteManagement(ClusterScope& r, const ClusterAction& a, ClusterObservation& o);
+  kube::Status ExecuteHarvester(ClusterScope& r, const ClusterAction& a, ClusterObservation& o);
   // Merge-patches the HarvesterCluster and records the result.
-  kube::Status PatchCluster(Run& r, const kube::Object& patch);
+  kube::Status PatchCluster(ClusterScope& r, const kube::Object& patch);
 
   // cluster_reconciler.cc
-  kube::Result Report(Run& r, const ClusterObservation& o, ClusterPlan plan,
+  kube::Result Report(ClusterScope& r, const ClusterObservation& o, ClusterPlan plan,
                       const ClusterAction* failed, const kube::Status& error);
-  void Emit(Run& r, const EventNote& e);
+  void Emit(ClusterScope& r, const EventNote& e);
 
   Context& ctx_;
   std::mutex mu_;

@@ -8,7 +8,7 @@
 #include "api/conditions.h"
 #include "controllers/capi.h"
 #include "controllers/machine_observe.h"
-#include "controllers/machine_run.h"
+#include "controllers/machine_reconciler.h"
 #include "controllers/metrics.h"
 #include "controllers/writes.h"
 #include "harvester/naming.h"
@@ -37,7 +37,7 @@ const kube::GroupVersionResource& HmGvr() {
 // Read-your-writes of the HarvesterMachine: the cache and this run's object
 // (which later patches and the status write start from) become what the
 // apiserver answered.
-void HarvesterMachineReconciler::RecordOwnWrite(Run& r, kube::Object written) {
+void HarvesterMachineReconciler::RecordOwnWrite(MachineScope& r, kube::Object written) {
   ctx_.harvester_machines->RecordWrite(written);
   r.object = std::make_shared<const kube::Object>(std::move(written));
 }
@@ -66,7 +66,8 @@ void HarvesterMachineReconciler::ConfirmVmGone(MachineObservation& o) {
   RememberDeletion(o, [](DeletionMemo& m) { m.vm_gone = true; });
 }
 
-Status HarvesterMachineReconciler::Execute(Run& r, const MachineAction& a, MachineObservation& o) {
+Status HarvesterMachineReconciler::Execute(MachineScope& r, const MachineAction& a,
+                                           MachineObservation& o) {
   const std::string ns = o.hc ? o.hc->spec.target_namespace : std::string();
   const std::string& name = o.hm.metadata.name;
   switch (a.kind) {
@@ -203,7 +204,7 @@ Status HarvesterMachineReconciler::Execute(Run& r, const MachineAction& a, Machi
   return Status(kube::StatusCode::kInternal, "unknown action");
 }
 
-Status HarvesterMachineReconciler::ReadCreationInputs(Run& r, MachineObservation& o) {
+Status HarvesterMachineReconciler::ReadCreationInputs(MachineScope& r, MachineObservation& o) {
   CreationInputs in;
   const std::string& ns = o.hc->spec.target_namespace;
   auto missing = [&](std::string reason, std::string message, seconds retry) {
@@ -260,7 +261,7 @@ Status HarvesterMachineReconciler::ReadCreationInputs(Run& r, MachineObservation
   return Status::Ok();
 }
 
-Status HarvesterMachineReconciler::WritePool(Run& r, const MachineAction& a,
+Status HarvesterMachineReconciler::WritePool(MachineScope& r, const MachineAction& a,
                                              MachineObservation& o) {
   const bool reserve = a.kind == ActionKind::kReserveAddress;
   auto written =
@@ -288,7 +289,7 @@ Status HarvesterMachineReconciler::WritePool(Run& r, const MachineAction& a,
   return Status::Ok();
 }
 
-Status HarvesterMachineReconciler::CreateOrAdopt(Run& r, const MachineAction& a,
+Status HarvesterMachineReconciler::CreateOrAdopt(MachineScope& r, const MachineAction& a,
                                                  MachineObservation& o) {
   const bool vm = a.kind == ActionKind::kCreateVm;
   const kube::GroupVersionResource& gvr =
@@ -327,7 +328,7 @@ Status HarvesterMachineReconciler::CreateOrAdopt(Run& r, const MachineAction& a,
 // ones; a 409 (the kubelet or the cloud provider wrote in between) is
 // neither: the Node's watch event brings the new version and the planner
 // decides again.
-Status HarvesterMachineReconciler::PatchEtcdNode(Run& r, const MachineAction& a,
+Status HarvesterMachineReconciler::PatchEtcdNode(MachineScope& r, const MachineAction& a,
                                                  MachineObservation& o) {
   if (!r.workload) {
     return Status(kube::StatusCode::kUnavailable, "no connection to the workload cluster");
@@ -357,7 +358,7 @@ Status HarvesterMachineReconciler::PatchEtcdNode(Run& r, const MachineAction& a,
   return Status::Ok();
 }
 
-Status HarvesterMachineReconciler::InitializeNode(Run& r, const MachineAction& a,
+Status HarvesterMachineReconciler::InitializeNode(MachineScope& r, const MachineAction& a,
                                                   MachineObservation& o) {
   if (!r.workload) {
     return Status(kube::StatusCode::kUnavailable, "no connection to the workload cluster");

@@ -11,7 +11,7 @@
 #include "api/codec.h"
 #include "api/conditions.h"
 #include "controllers/capi.h"
-#include "controllers/machine_run.h"
+#include "controllers/machine_reconciler.h"
 #include "harvester/naming.h"
 #include "harvester/resources.h"
 #include "harvester/vm_builder.h"
@@ -87,7 +87,7 @@ SecretView ViewOfSecret(const kube::Object& secret, const harvester::ClusterIden
   return v;
 }
 
-MachineObservation HarvesterMachineReconciler::Observe(Run& r) {
+MachineObservation HarvesterMachineReconciler::Observe(MachineScope& r) {
   MachineObservation o;
   const kube::Object& object = *r.object;
   o.hm = r.hm;
@@ -145,7 +145,7 @@ MachineObservation HarvesterMachineReconciler::Observe(Run& r) {
   return o;
 }
 
-void HarvesterMachineReconciler::ObserveHarvester(Run& r, MachineObservation& o) {
+void HarvesterMachineReconciler::ObserveHarvester(MachineScope& r, MachineObservation& o) {
   // Before the machine may create anything it needs no connection. (Not
   // keyed on the finalizer: the loop adds it and plans again on this
   // observation.)
@@ -191,7 +191,7 @@ void HarvesterMachineReconciler::ObserveHarvester(Run& r, MachineObservation& o)
   }
 }
 
-void HarvesterMachineReconciler::ObserveWorkload(Run& r, MachineObservation& o) {
+void HarvesterMachineReconciler::ObserveWorkload(MachineScope& r, MachineObservation& o) {
   o.now = std::chrono::system_clock::now();
   // A running VM looks for its Node: to initialise it (until NodeInitialized
   // is True), for a control-plane machine without a nodeRef until Cluster

@@ -10,13 +10,12 @@
 #include "api/codec.h"
 #include "api/conditions.h"
 #include "controllers/capi.h"
-#include "controllers/machine_run.h"
 #include "controllers/metrics.h"
 #include "controllers/writes.h"
 
 namespace caphv::controllers {
 
-void HarvesterMachineReconciler::Emit(Run& r, const EventNote& e) {
+void HarvesterMachineReconciler::Emit(MachineScope& r, const EventNote& e) {
   if (!ctx_.recorder) return;
   ctx_.recorder->Event(*r.object, e.warning ? kube::EventType::kWarning : kube::EventType::kNormal,
                        e.reason, e.message);
@@ -47,7 +46,7 @@ kube::Result HarvesterMachineReconciler::Reconcile(const kube::Request& req) {
                      "cannot read HarvesterMachine " + key + ": " + decoded.status().message()));
   }
   const auto start = std::chrono::steady_clock::now();
-  Run r;
+  MachineScope r;
   r.req = req;
   r.object = object;
   r.hm = std::move(decoded).value();
@@ -79,7 +78,7 @@ kube::Result HarvesterMachineReconciler::Reconcile(const kube::Request& req) {
   return result;
 }
 
-kube::Result HarvesterMachineReconciler::Report(Run& r, const MachineObservation& o,
+kube::Result HarvesterMachineReconciler::Report(MachineScope& r, const MachineObservation& o,
                                                 MachinePlan plan, const MachineAction* failed,
                                                 const kube::Status& error) {
   if (failed != nullptr) MarkActionFailed(o, *failed, error, plan);

@@ -30,6 +30,7 @@
 
 #include "controllers/context.h"
 #include "controllers/machine_plan.h"
+#include "controllers/scope.h"
 #include "kube/controller.h"
 
 namespace caphv::controllers {
@@ -41,21 +42,20 @@ class HarvesterMachineReconciler {
   kube::Result Reconcile(const kube::Request& req);
 
  private:
-  struct Run;
-  MachineObservation Observe(Run& r);
-  void ObserveHarvester(Run& r, MachineObservation& o);
-  void ObserveWorkload(Run& r, MachineObservation& o);
+  MachineObservation Observe(MachineScope& r);
+  void ObserveHarvester(MachineScope& r, MachineObservation& o);
+  void ObserveWorkload(MachineScope& r, MachineObservation& o);
   // Performs `action`; on success its result is folded into `o`.
-  kube::Status Execute(Run& r, const MachineAction& action, MachineObservation& o);
-  kube::Status ReadCreationInputs(Run& r, MachineObservation& o);
-  kube::Status WritePool(Run& r, const MachineAction& action, MachineObservation& o);
-  kube::Status CreateOrAdopt(Run& r, const MachineAction& action, MachineObservation& o);
-  kube::Status InitializeNode(Run& r, const MachineAction& action, MachineObservation& o);
-  kube::Status PatchEtcdNode(Run& r, const MachineAction& action, MachineObservation& o);
-  kube::Result Report(Run& r, const MachineObservation& o, MachinePlan plan,
+  kube::Status Execute(MachineScope& r, const MachineAction& action, MachineObservation& o);
+  kube::Status ReadCreationInputs(MachineScope& r, MachineObservation& o);
+  kube::Status WritePool(MachineScope& r, const MachineAction& action, MachineObservation& o);
+  kube::Status CreateOrAdopt(MachineScope& r, const MachineAction& action, MachineObservation& o);
+  kube::Status InitializeNode(MachineScope& r, const MachineAction& action, MachineObservation& o);
+  kube::Status PatchEtcdNode(MachineScope& r, const MachineAction& action, MachineObservation& o);
+  kube::Result Report(MachineScope& r, const MachineObservation& o, MachinePlan plan,
                       const MachineAction* failed, const kube::Status& error);
-  void Emit(Run& r, const EventNote& e);
-  void RecordOwnWrite(Run& r, kube::Object written);
+  void Emit(MachineScope& r, const EventNote& e);
+  void RecordOwnWrite(MachineScope& r, kube::Object written);
   // What this process did for a deleting machine, remembered until the
   // machine leaves the cache, because the caches show it only when the watch
   // events arrive and a reconcile may come first (another event of the

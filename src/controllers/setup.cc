@@ -198,8 +198,8 @@ kube::StatusOr<std::unique_ptr<Controllers>> Controllers::New(std::shared_ptr<ku
     auto group = mgmt->GetPath("/apis/" + std::string(kCapiGroup));
     impl->capi_version = CapiVersionServed(group.ok() ? *group : kube::Object());
   }
-  kube::GroupVersionResource capi_clusters = harvester::kCapiClusters;
-  kube::GroupVersionResource capi_machines = harvester::kCapiMachines;
+  kube::GroupVersionResource capi_clusters = kCapiClusters;
+  kube::GroupVersionResource capi_machines = kCapiMachines;
   capi_clusters.version = capi_machines.version = impl->capi_version;
   ctx.publish_failure_domains = impl->capi_version == "v1beta2";
   ctx.clusters = informer(capi_clusters, true, false);

@@ -1,6 +1,6 @@
 // File: harvester/resources.h
 //
-// The Harvester, KubeVirt and Cluster API resources CAPHV reads or writes,
+// The Harvester, KubeVirt and Rancher resources CAPHV reads or writes,
 // as GroupVersionResources for kube::Client and informers.
 //
 // Thread safety: constants.
@@ -28,14 +28,6 @@ inline const kube::GroupVersionResource kLoadBalancers{"loadbalancer.harvesterhc
 // "<name>:<key>" token of a downloaded kubeconfig keeps its expiry.
 inline const kube::GroupVersionResource kRancherTokens{"management.cattle.io", "v3", "tokens",
                                                        false};
-
-// Cluster API core at v1beta1 (served by v1.9 through v1.15). The manager
-// reads Clusters and Machines at the newest version the management cluster
-// serves instead (controllers::CapiVersionServed); these are the fallback.
-inline const kube::GroupVersionResource kCapiClusters{"cluster.x-k8s.io", "v1beta1", "clusters",
-                                                      true};
-inline const kube::GroupVersionResource kCapiMachines{"cluster.x-k8s.io", "v1beta1", "machines",
-                                                      true};
 
 // Annotation CAPHV puts on the Harvester objects it creates, naming the
 // management-cluster object they belong to ("<namespace>/<name>"), so watch

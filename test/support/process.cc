@@ -19,7 +19,8 @@ extern char** environ;
 namespace caphv::testing {
 
 ChildProcess::ChildProcess(std::vector<std::string> args, std::filesystem::path log_path,
-                           bool append, const std::map<std::string, std::string>& env)
+                           bool append, const std::map<std::string, std::string>& env,
+                           const std::filesystem::path& stderr_path)
     : log_path_(std::move(log_path)) {
   std::vector<char*> argv;
   argv.reserve(args.size() + 1);
@@ -39,7 +40,12 @@ ChildProcess::ChildProcess(std::vector<std::string> args, std::filesystem::path 
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 1, log_path_.c_str(),
                                    O_WRONLY | O_CREAT | (append ? O_APPEND : O_TRUNC), 0644);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  if (stderr_path.empty()) {
+    posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  } else {
+    posix_spawn_file_actions_addopen(&actions, 2, stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                     0644);
+  }
   if (posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), envp.data()) != 0) pid_ = -1;
   posix_spawn_file_actions_destroy(&actions);
 }

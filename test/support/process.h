@@ -1,7 +1,8 @@
 // File: test/support/process.h
 //
-// ChildProcess: a binary (caphv-manager, caphv-sim...) started by a test,
-// with stdout and stderr in one log file, stopped by signal and reaped.
+// ChildProcess: a binary (caphv-manager, caphv-sim...) started by a test or
+// a benchmark, with stdout and stderr in one log file (or stderr in a file of
+// its own), stopped by signal and reaped.
 // Destroying it SIGKILLs a process still running.
 //
 // Thread safety: one owner thread.
@@ -24,8 +25,11 @@ class ChildProcess {
   // `args[0]` is the path of the binary. With `append`, the log keeps the
   // lines of earlier runs (a restarted manager); otherwise it is truncated.
   // The child's environment is this process's with `env` added or replacing.
+  // A non-empty `stderr_path` keeps stderr apart from the log (stdout), in a
+  // file truncated at start.
   ChildProcess(std::vector<std::string> args, std::filesystem::path log_path, bool append = false,
-               const std::map<std::string, std::string>& env = {});
+               const std::map<std::string, std::string>& env = {},
+               const std::filesystem::path& stderr_path = {});
   ~ChildProcess() { Kill(); }
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;

@@ -6,28 +6,25 @@
 
 #include "kube/leader_election.h"
 
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "kube/metrics.h"
+#include "support/process.h"
 #include "support/testbed.h"
-
-extern char** environ;
 
 namespace caphv::kube {
 namespace {
@@ -71,29 +68,14 @@ class Candidate {
                                      "3",
                                      "--retry-period",
                                      "0.5"};
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, out_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                     0644);
-    std::string err_path = out_path_.string() + ".log";
-    posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                     0644);
-    int rc = posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    if (rc != 0) {
-      ADD_FAILURE() << "cannot start " << argv[0] << ": " << strerror(rc);
-      pid_ = -1;
-    }
+    child_.emplace(std::move(args), out_path_, /*append=*/false,
+                   std::map<std::string, std::string>{}, out_path_.string() + ".log");
+    if (!child_->started())
+      ADD_FAILURE() << "cannot start " << testing::BuildPath("test/lease_candidate");
   }
 
   ~Candidate() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
+    child_.reset();  // SIGKILLed and reaped
     std::error_code ec;
     std::filesystem::remove(out_path_, ec);
     std::filesystem::remove(out_path_.string() + ".log", ec);
@@ -127,22 +109,13 @@ class Candidate {
     return !t.empty() && t.back().what == "leading";
   }
 
-  void Signal(int sig) const { ::kill(pid_, sig); }
+  void Signal(int sig) { child_->Signal(sig); }
 
   // Waits for the process to exit; returns its exit code, or -1 on timeout
   // or death by signal.
   int Wait(std::chrono::milliseconds timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-      int status = 0;
-      pid_t r = ::waitpid(pid_, &status, WNOHANG);
-      if (r == pid_) {
-        pid_ = -1;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-      }
-      std::this_thread::sleep_for(20ms);
-    }
-    return -1;
+    const std::optional<int> code = child_->Wait(timeout);
+    return code && *code < 128 ? *code : -1;
   }
 
   std::string Log() const {
@@ -155,7 +128,7 @@ class Candidate {
  private:
   std::string identity_;
   std::filesystem::path out_path_;
-  pid_t pid_ = -1;
+  std::optional<testing::ChildProcess> child_;
 };
 
 // Stops and joins a runner thread on every exit path (failed ASSERTs too).

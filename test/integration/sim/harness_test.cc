@@ -2,10 +2,7 @@
 //
 // The fixture of sim_fixture.h (it defines no tests itself).
 
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <iostream>
 
@@ -32,33 +29,14 @@ SimProcess::SimProcess(const std::string& ns, const std::vector<std::string>& ex
                                    "--namespace",
                                    ns};
   args.insert(args.end(), extra_args.begin(), extra_args.end());
-  pid_ = fork();
-  if (pid_ == 0) {
-    int fd = open(log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd >= 0) {
-      dup2(fd, 1);
-      dup2(fd, 2);
-    }
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
+  child_.emplace(std::move(args), log_path_);
 }
 
-bool SimProcess::running() const {
-  if (pid_ <= 0) return false;
-  return waitpid(pid_, nullptr, WNOHANG) == 0;
-}
-
-int SimProcess::Stop() {
-  if (pid_ <= 0) return -1;
-  kill(pid_, SIGTERM);
-  int status = 0;
-  waitpid(pid_, &status, 0);
-  pid_ = -1;
-  return status;
+std::optional<int> SimProcess::Stop() {
+  if (!child_) return std::nullopt;
+  auto code = child_->Stop(SIGTERM);
+  child_.reset();
+  return code;
 }
 
 SimProcess::~SimProcess() { Stop(); }

@@ -4,11 +4,6 @@
 // kube-system/rke2-serving and mirror pods, refused joins, and a dead guest
 // whose Node the real node lifecycle controller marks Unknown.
 
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -17,6 +12,7 @@
 #include "kube/base64.h"
 #include "sim/env.h"
 #include "sim_fixture.h"
+#include "support/process.h"
 
 namespace caphv::sim::testing {
 namespace {
@@ -104,36 +100,6 @@ std::string WorkerIgnition(const std::string& config) {
                          {"contents", "[Service]\nExecStart=/etc/rke2-install.sh\n"}}})}}}};
   return ign.dump();
 }
-
-// A child process stopped with SIGTERM when destroyed.
-class Child {
- public:
-  Child(std::vector<std::string> args, const std::string& log) {
-    pid_ = fork();
-    if (pid_ == 0) {
-      int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      if (fd >= 0) {
-        dup2(fd, 1);
-        dup2(fd, 2);
-      }
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
-  }
-  ~Child() {
-    if (pid_ <= 0) return;
-    kill(pid_, SIGTERM);
-    waitpid(pid_, nullptr, 0);
-  }
-  Child(const Child&) = delete;
-  Child& operator=(const Child&) = delete;
-
- private:
-  int pid_ = -1;
-};
 
 std::string KcmBinary() {
   if (const char* b = std::getenv("CAPHV_KUBE_CONTROLLER_MANAGER")) return b;
@@ -433,11 +399,12 @@ TEST_F(SimRke2Test, DeadGuestStopsHeartbeatsAndGoesUnknown) {
   StartSim();
   // The bed runs no node lifecycle controller; this test runs the real one.
   auto& bed = Testbed::Get();
-  Child kcm({KcmBinary(), "--kubeconfig=" + bed.KubeconfigPath(caphv::testing::kWorkload),
-             "--controllers=node-lifecycle-controller", "--leader-elect=false",
-             "--bind-address=127.0.0.1", "--secure-port=0", "--node-monitor-period=1s",
-             "--node-monitor-grace-period=20s"},
-            bed.dir() + "/logs/kcm-node-lifecycle-" + ns_->name() + ".log");
+  caphv::testing::ChildProcess kcm(
+      {KcmBinary(), "--kubeconfig=" + bed.KubeconfigPath(caphv::testing::kWorkload),
+       "--controllers=node-lifecycle-controller", "--leader-elect=false",
+       "--bind-address=127.0.0.1", "--secure-port=0", "--node-monitor-period=1s",
+       "--node-monitor-grace-period=20s"},
+      bed.dir() + "/logs/kcm-node-lifecycle-" + ns_->name() + ".log");
   const std::string lb = MakeLb();
   ASSERT_FALSE(lb.empty());
   const std::string cp = UniqueName("cp");

@@ -11,10 +11,12 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "kube/client.h"
+#include "support/process.h"
 #include "support/testbed.h"
 
 namespace caphv::sim::testing {
@@ -26,14 +28,14 @@ class SimProcess {
   ~SimProcess();
   SimProcess(const SimProcess&) = delete;
   SimProcess& operator=(const SimProcess&) = delete;
-  bool running() const;
+  bool running() { return child_ && child_->running(); }
   const std::string& log_path() const { return log_path_; }
-  // Sends SIGTERM and waits; returns the exit status.
-  int Stop();
+  // Sends SIGTERM and waits; returns the exit code.
+  std::optional<int> Stop();
 
  private:
-  int pid_ = -1;
   std::string log_path_;
+  std::optional<caphv::testing::ChildProcess> child_;
 };
 
 class SimTest : public ::testing::Test {
