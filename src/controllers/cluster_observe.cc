@@ -76,6 +76,8 @@ void HarvesterClusterReconciler::ObserveHarvester(ClusterScope& r, ClusterObserv
   if (o.publish_failure_domains && !o.deleting) {
     r.conn->WatchHosts(r.req);
     o.hosts = r.conn->hosts();
+  } else {
+    r.conn->UnwatchHosts(r.req);  // a cluster that goes is not woken again
   }
 
   // The pools the spec names, and every pool carrying this cluster's id

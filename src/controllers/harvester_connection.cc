@@ -238,6 +238,11 @@ void Connection::WatchHosts(const kube::Request& cluster) {
   host_watchers_.insert(cluster.Key());
 }
 
+void Connection::UnwatchHosts(const kube::Request& cluster) {
+  std::lock_guard lock(mu_);
+  host_watchers_.erase(cluster.Key());
+}
+
 void Connection::WakeHostWatchers() {
   std::set<std::string> watchers;
   {

@@ -117,6 +117,8 @@ class Connection {
   std::optional<std::vector<harvester::Host>> hosts() const;
   // `cluster` reads the hosts: a host added, removed or re-zoned enqueues it.
   void WatchHosts(const kube::Request& cluster);
+  // `cluster` no longer reads them (it is being deleted).
+  void UnwatchHosts(const kube::Request& cluster);
 
   // Starts the informers and waits for them to sync (bounded by
   // kHarvesterSyncTimeout); Cancelled when `stop` is requested first.
