@@ -59,18 +59,9 @@ void CompactPvc(kube::Object& pvc) {
 }
 
 void CompactHost(kube::Object& node) {
-  kube::Object meta = kube::Object::object();
-  if (auto m = node.find("metadata"); m != node.end() && m->is_object()) {
-    for (const char* k : {"name", "resourceVersion"}) {
-      if (auto v = m->find(k); v != m->end()) meta[k] = std::move(*v);
-    }
-    if (auto l = m->find("labels"); l != m->end() && l->is_object()) {
-      if (auto z = l->find(std::string(harvester::kZoneLabel)); z != l->end()) {
-        meta["labels"][std::string(harvester::kZoneLabel)] = std::move(*z);
-      }
-    }
-  }
-  node = {{"metadata", std::move(meta)}};
+  kube::KeepOnly(node, {{"metadata", "name"},
+                        {"metadata", "resourceVersion"},
+                        {"metadata", "labels", harvester::kZoneLabel}});
 }
 
 void CompactManagedSecret(kube::Object& secret) {

@@ -30,19 +30,11 @@ kube::PoolOptions Options(kube::Clock* clock) {
 }  // namespace
 
 void CompactNode(kube::Object& node) {
-  if (!node.is_object()) return;
-  kube::Object out = kube::Object::object();
-  for (const char* k : {"apiVersion", "kind", "metadata", "spec"}) {
-    if (auto v = node.find(k); v != node.end()) out[k] = std::move(*v);
-  }
-  if (auto st = node.find("status"); st != node.end() && st->is_object()) {
-    kube::Object status = kube::Object::object();
-    for (const char* k : {"conditions", "nodeInfo", "addresses"}) {
-      if (auto v = st->find(k); v != st->end()) status[k] = std::move(*v);
-    }
-    out["status"] = std::move(status);
-  }
-  node = std::move(out);
+  kube::KeepOnly(node, {{"metadata"},
+                        {"spec"},
+                        {"status", "conditions"},
+                        {"status", "nodeInfo"},
+                        {"status", "addresses"}});
 }
 
 kube::StatusOr<std::string> KubeconfigOf(const kube::Object& secret) {

@@ -50,7 +50,8 @@ TEST(CompactHostTest, KeepsTheNameAndZoneOnly) {
         "annotations": {"a": "b"}},
       "spec": {"podCIDR": "10.52.0.0/24"}, "status": {"capacity": {"cpu": "64"}}})");
   CompactHost(node);
-  EXPECT_EQ(node, kube::Object::parse(R"({"metadata": {"name": "h1", "resourceVersion": "7",
+  EXPECT_EQ(node, kube::Object::parse(R"({"apiVersion": "v1", "kind": "Node",
+      "metadata": {"name": "h1", "resourceVersion": "7",
       "labels": {"topology.kubernetes.io/zone": "zone-a"}}})"));
 }
 
