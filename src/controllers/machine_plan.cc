@@ -26,15 +26,16 @@ class Planner {
         plan_(plan),
         conditions_(obs.hm.status.conditions, obs.hm.metadata.generation),
         ns_(obs.hc ? obs.hc->spec.target_namespace : std::string()),
-        name_(obs.hm.metadata.name) {}
+        name_(obs.hm.metadata.name),
+        failure_domain_(harvester::EffectiveFailureDomain(obs.machine_failure_domain,
+                                                          obs.hm.spec.failure_domain)) {}
 
   void Run() {
     plan_.status = obs_.hm.status;
     SyncPaused(conditions_, obs_.paused);
     if (!obs_.paused) {
       // The v1beta2 contract's status.failureDomain: where the machine is.
-      plan_.status.failure_domain = harvester::EffectiveFailureDomain(obs_.machine_failure_domain,
-                                                                      obs_.hm.spec.failure_domain);
+      plan_.status.failure_domain = failure_domain_;
     }
     if (obs_.paused) {
       plan_.wait = Wait::ForEvent("paused");
@@ -303,11 +304,10 @@ class Planner {
     vi.control_plane = obs_.control_plane;
     vi.spec = obs_.hm.spec;
     vi.images = in.images;
-    if (const std::string domain = harvester::EffectiveFailureDomain(obs_.machine_failure_domain,
-                                                                     obs_.hm.spec.failure_domain);
-        !domain.empty()) {
+    if (!failure_domain_.empty()) {
       vi.failure_domain = harvester::RequirementOfDomain(
-          obs_.hc ? obs_.hc->status.failure_domains : std::vector<api::FailureDomain>{}, domain);
+          obs_.hc ? obs_.hc->status.failure_domains : std::vector<api::FailureDomain>{},
+          failure_domain_);
     }
     auto vm = harvester::BuildVirtualMachine(vi);
     if (!vm.ok()) return fail("InvalidMachineSpec", vm.status().message());
@@ -356,11 +356,10 @@ class Planner {
       if (vm.printable_status == "ErrorUnschedulable") {
         // No Harvester host takes it (its failure domain, node affinity, or
         // cordoned hosts): said, and looked at again when KubeVirt says more.
-        const std::string domain = harvester::EffectiveFailureDomain(obs_.machine_failure_domain,
-                                                                     obs_.hm.spec.failure_domain);
         Mark(kVmProvisioningReady, false, "VMUnschedulable",
              "no Harvester host can run the VM " + ns_ + "/" + name_ +
-                 (domain.empty() ? std::string() : " in failure domain " + domain) +
+                 (failure_domain_.empty() ? std::string()
+                                          : " in failure domain " + failure_domain_) +
                  (vm.unschedulable.empty() ? std::string() : ": " + vm.unschedulable),
              true);
         return WaitForEvent("a Harvester host for the VM");
@@ -634,6 +633,8 @@ class Planner {
   Conditions conditions_;
   const std::string ns_;
   const std::string name_;
+  // Where the machine is placed: Machine.spec.failureDomain, else its own.
+  const std::string failure_domain_;
 };
 
 }  // namespace
