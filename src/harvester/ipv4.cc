@@ -5,9 +5,15 @@
 #include <arpa/inet.h>
 
 namespace caphv::harvester {
+namespace {
+
+// inet_pton reads a C string: an embedded NUL would end the text early.
+bool HasNul(std::string_view text) { return text.find('\0') != std::string_view::npos; }
+
+}  // namespace
 
 std::optional<Ipv4> ParseIpv4(std::string_view text) {
-  if (text.empty() || text.size() > 15) return std::nullopt;
+  if (text.empty() || text.size() > 15 || HasNul(text)) return std::nullopt;
   const std::string str(text);
   in_addr addr{};
   // glibc's inet_pton takes only the strict dotted quad: four decimal octets,
@@ -18,7 +24,7 @@ std::optional<Ipv4> ParseIpv4(std::string_view text) {
 
 bool IsIp(std::string_view text) {
   if (ParseIpv4(text)) return true;
-  if (text.empty() || text.size() > 45) return false;
+  if (text.empty() || text.size() > 45 || HasNul(text)) return false;
   const std::string str(text);
   in6_addr addr{};
   return inet_pton(AF_INET6, str.c_str(), &addr) == 1;

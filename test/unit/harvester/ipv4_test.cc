@@ -15,6 +15,7 @@ TEST(Ipv4Test, DottedQuadsAreStrict) {
                           "a.b.c.d", "10.0.0.1/24", "1.2.3.4.5", "1..2.3", "0x0A.0.0.1"}) {
     EXPECT_FALSE(ParseIpv4(bad).has_value()) << bad;
   }
+  EXPECT_FALSE(ParseIpv4(std::string_view("10.0.0.1\0x", 10)).has_value());
   EXPECT_EQ(FormatIpv4(0x0a000a17u), "10.0.10.23");
 }
 
@@ -24,6 +25,7 @@ TEST(Ipv4Test, IsIpTakesBothFamilies) {
   EXPECT_FALSE(IsIp("fd00::1::2"));
   EXPECT_FALSE(IsIp("gateway.local"));
   EXPECT_FALSE(IsIp(""));
+  EXPECT_FALSE(IsIp(std::string_view("fd00::1\0x", 9)));
 }
 
 TEST(Ipv4Test, MasksMustBeContiguous) {
