@@ -422,6 +422,10 @@ tb_up_go_provider() {
   [ -f "$config/crds.yaml" ] ||
     tb_die "the Go provider's CRDs not found in $config/crds.yaml; run hack/build-testbins.sh caphv-go"
   command -v kubectl >/dev/null || tb_die "'kubectl' is required on PATH"
+  # Whether CAPHV's CRDs (which also serve v1beta1) are the ones applied now.
+  local served
+  served=$(kubectl --kubeconfig "$kc" get crd harvesterclusters.infrastructure.cluster.x-k8s.io \
+    -o jsonpath='{.spec.versions[*].name}' 2>/dev/null || true)
   # Same field manager as every other `kubectl apply --server-side` of these
   # CRDs (the tests', the install's), so each apply replaces the previous one.
   # Applied even when the provider runs already: CAPHV's may have replaced them.
@@ -431,6 +435,17 @@ tb_up_go_provider() {
   kubectl --kubeconfig "$kc" wait --for=condition=Established --timeout="${TIMEOUT}s" \
     -f "$config/crds.yaml" >>"$DIR/logs/caphv-go-install.log" 2>&1 ||
     tb_fail_with_log caphv-go-install "the Go provider's CRDs not established"
+  # Going back from CAPHV to the Go provider takes v1beta1 away, which no user
+  # does (they move the other way, which adds it). Cluster API's managers keep
+  # their v1beta1 informers: they fail (404) and back off, and when CAPHV's
+  # CRDs come back, a cache that has not re-listed yet answers NotFound for a
+  # HarvesterMachine that exists (Cluster API then fails the Machine: "deleted
+  # after provisioning") and misses a HarvesterCluster's deletion (the Cluster
+  # waits for it forever). So the managers restart here, as new Deployments
+  # would after a rollback, and know only the Go provider's version.
+  if [[ " $served " == *" v1beta1 "* ]] && [ "${WITH_CAPI:-0}" = 1 ]; then
+    tb_restart_capi_managers
+  fi
   if tb_alive caphv-go; then
     tb_log "the Go provider is running already (pid $(tb_pid caphv-go)); its CRDs are applied"
     return 0
@@ -452,6 +467,25 @@ tb_up_go_provider() {
   done
   tb_env_set WITH_GO_PROVIDER 1
   tb_log "Go provider ready in $((($(tb_now_ms) - t0) / 1000))s"
+}
+
+# tb_restart_capi_managers: the Cluster API core manager and, on a bed with
+# them, both RKE2 managers stopped and started again with the same flags and
+# ports; returns once they are ready.
+tb_restart_capi_managers() {
+  local t0 managers=(capi) part
+  t0=$(tb_now_ms)
+  tb_capi_generation "${CAPI_GENERATION:-1.10}"
+  CAPI_BIN=$(tb_binary CAPHV_CLUSTER_API cluster-api)
+  # shellcheck disable=SC2153  # WITH_RKE2 comes from DIR/env
+  [ "${WITH_RKE2:-0}" = 1 ] && managers+=(rke2-bootstrap rke2-controlplane)
+  tb_stop "${managers[@]}"
+  if [ "${WITH_RKE2:-0}" = 1 ]; then
+    for part in bootstrap controlplane; do tb_start_rke2_manager "$part"; done
+  fi
+  tb_capi_start mgmt
+  [ "${WITH_RKE2:-0}" = 1 ] && tb_wait_rke2 bootstrap controlplane
+  tb_log "${managers[*]} restarted in $((($(tb_now_ms) - t0) / 1000))s"
 }
 
 # Stops the Go provider (TERM, then KILL after the grace period); its CRDs and
