@@ -12,6 +12,11 @@
 #   src/webhooks    kube, api, harvester, webhooks
 #   src/workload    kube, api, workload
 #   src/controllers kube, api, harvester, webhooks, workload, controllers
+#     (the kit both reconcilers share: the loop, scopes, connections, writes)
+#   src/controllers/machine, src/controllers/cluster
+#                   what src/controllers may include, and their own folder:
+#                   never each other
+#   src/controllers/setup.*  every controllers folder (it wires them)
 #   src/generate    kube, api, harvester, generate
 #   src/backup      kube, api, harvester, backup
 #   cmd             everything but test/
@@ -29,6 +34,8 @@ ROOT=$PWD
 # layer_of PATH (relative to the root): src/<layer>, cmd, sim, test or "".
 layer_of() {
   case "$1" in
+    src/controllers/machine/* | src/controllers/cluster/*) dirname "$1" ;;
+    src/controllers/setup.*) echo src/controllers/setup ;;
     src/*/*) local rest=${1#src/}; echo "src/${rest%%/*}" ;;
     cmd/*) echo cmd ;;
     sim/*) echo sim ;;
@@ -48,6 +55,9 @@ allowed() {
     src/webhooks) [[ $to =~ ^src/(kube|api|harvester)$ ]] ;;
     src/workload) [[ $to =~ ^src/(kube|api)$ ]] ;;
     src/controllers) [[ $to =~ ^src/(kube|api|harvester|webhooks|workload)$ ]] ;;
+    src/controllers/machine | src/controllers/cluster)
+      [[ $to =~ ^src/(kube|api|harvester|webhooks|workload|controllers)$ ]] ;;
+    src/controllers/setup) [[ $to =~ ^src/(kube|api|harvester|webhooks|workload|controllers)(/|$) ]] ;;
     src/generate) [[ $to =~ ^src/(kube|api|harvester)$ ]] ;;
     src/backup) [[ $to =~ ^src/(kube|api|harvester)$ ]] ;;
     src/*) [[ $to == src/* ]] ;;  # a new folder: at least never sim/ or test/

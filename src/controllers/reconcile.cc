@@ -6,6 +6,12 @@
 
 namespace caphv::controllers {
 
+void EmitEvent(kube::EventRecorder* recorder, const kube::Object& object, const EventNote& e) {
+  if (recorder == nullptr) return;
+  recorder->Event(object, e.warning ? kube::EventType::kWarning : kube::EventType::kNormal,
+                  e.reason, e.message);
+}
+
 void Conditions::Mark(std::string_view type, bool status, std::string_view reason,
                       std::string message, bool warn) {
   const api::Condition* before = api::FindCondition(reported_, type);

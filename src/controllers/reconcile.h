@@ -39,6 +39,8 @@
 #include "kube/connection_pool.h"
 #include "kube/controller.h"
 #include "kube/credential_expiry.h"
+#include "kube/events.h"
+#include "kube/log.h"
 
 namespace caphv::controllers {
 
@@ -52,6 +54,32 @@ struct EventNote {
   std::string message;
   bool operator==(const EventNote&) const = default;
 };
+
+// Records `e` on `object` (nothing without a recorder).
+void EmitEvent(kube::EventRecorder* recorder, const kube::Object& object, const EventNote& e);
+
+// The loop of every reconcile, written once: plan; while the plan has an
+// action, execute it (the executor folds its result into the observation the
+// next plan reads) and plan again; then report. `plan()` returns a plan with
+// an optional `action`; `execute(action, plan)` returns the action's status;
+// `report(plan, failed action or nullptr, status)` ends the reconcile. At
+// most kMaxSteps actions: a plan that never settles is a planner bug, logged
+// and reported as it stands.
+template <typename PlanFn, typename ExecuteFn, typename ReportFn>
+kube::Result RunPlan(const kube::log::Logger& log, PlanFn&& plan, ExecuteFn&& execute,
+                     ReportFn&& report) {
+  for (int step = 0;; ++step) {
+    auto p = plan();
+    if (!p.action || step == kMaxSteps) {
+      if (p.action) log.Error("the plan did not settle", "Stopping this reconcile");
+      return report(std::move(p), nullptr, kube::Status::Ok());
+    }
+    const auto action = *p.action;
+    log.V(2).Info("Executing",
+                  {{"action", std::string(ActionName(action.kind))}, {"name", action.name}});
+    if (kube::Status st = execute(action, p); !st.ok()) return report(std::move(p), &action, st);
+  }
+}
 
 // The condition both kinds report when their infrastructure is ready (the
 // Cluster API contract's summary of the provider's own conditions).

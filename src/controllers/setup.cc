@@ -12,10 +12,10 @@
 
 #include "api/codec.h"
 #include "controllers/capi.h"
-#include "controllers/cluster_reconciler.h"
+#include "controllers/cluster/cluster_reconciler.h"
 #include "controllers/context.h"
-#include "controllers/machine_plan.h"
-#include "controllers/machine_reconciler.h"
+#include "controllers/machine/machine_plan.h"
+#include "controllers/machine/machine_reconciler.h"
 #include "harvester/resources.h"
 #include "kube/controller.h"
 #include "kube/log.h"

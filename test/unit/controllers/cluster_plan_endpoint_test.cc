@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "cluster_plan_fixtures.h"
-#include "controllers/cluster_plan.h"
+#include "controllers/cluster/cluster_plan.h"
 
 namespace caphv::controllers {
 namespace {

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "api/conditions.h"
-#include "controllers/cluster_plan.h"
+#include "controllers/cluster/cluster_plan.h"
 #include "kube/base64.h"
 
 namespace caphv::controllers::cluster_plan_fixtures {

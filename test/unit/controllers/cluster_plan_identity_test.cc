@@ -9,7 +9,7 @@
 
 #include "api/conditions.h"
 #include "cluster_plan_fixtures.h"
-#include "controllers/cluster_plan.h"
+#include "controllers/cluster/cluster_plan.h"
 
 namespace caphv::controllers {
 namespace {

@@ -5,7 +5,7 @@
 // the whole lifecycle, crashing after every write, in
 // cluster_plan_lifecycle_test.cc.
 
-#include "controllers/cluster_plan.h"
+#include "controllers/cluster/cluster_plan.h"
 
 #include <gtest/gtest.h>
 

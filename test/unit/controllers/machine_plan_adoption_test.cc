@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-#include "controllers/machine_plan.h"
+#include "controllers/machine/machine_plan.h"
 #include "harvester/naming.h"
 #include "harvester/resources.h"
 #include "machine_plan_fixtures.h"

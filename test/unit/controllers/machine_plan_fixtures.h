@@ -11,7 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "api/conditions.h"
-#include "controllers/machine_plan.h"
+#include "controllers/machine/machine_plan.h"
 #include "kube/base64.h"
 
 namespace caphv::controllers::machine_plan_test {

@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-#include "controllers/machine_plan.h"
+#include "controllers/machine/machine_plan.h"
 #include "machine_plan_fixtures.h"
 #include "workload/node_init.h"
 

@@ -4,7 +4,7 @@
 // Machine to a registered Node, with addresses from pools, adoption and
 // conflicts with objects of another cluster.
 
-#include "controllers/machine_plan.h"
+#include "controllers/machine/machine_plan.h"
 
 #include <gtest/gtest.h>
 

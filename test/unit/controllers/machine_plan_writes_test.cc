@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "controllers/machine_plan.h"
+#include "controllers/machine/machine_plan.h"
 #include "machine_plan_fixtures.h"
 
 namespace caphv::controllers {

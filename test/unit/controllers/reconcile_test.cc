@@ -12,8 +12,8 @@
 #include <set>
 
 #include "api/conditions.h"
-#include "controllers/cluster_plan.h"
-#include "controllers/machine_plan.h"
+#include "controllers/cluster/cluster_plan.h"
+#include "controllers/machine/machine_plan.h"
 
 namespace caphv::controllers {
 namespace {

@@ -1,11 +1,11 @@
-// File: controllers/machine_plan_support.cc
+// File: controllers/machine/machine_plan_support.cc
 //
 // The small functions of machine_plan.h beside the planner itself: the action
 // table (names, what a failure reports), failure marking and the machine's
 // identities.
 
 #include "api/conditions.h"
-#include "controllers/machine_plan.h"
+#include "controllers/machine/machine_plan.h"
 
 namespace caphv::controllers {
 

@@ -1,6 +1,6 @@
-// File: controllers/machine_plan.cc
+// File: controllers/machine/machine_plan.cc
 
-#include "controllers/machine_plan.h"
+#include "controllers/machine/machine_plan.h"
 
 #include <algorithm>
 #include <array>

@@ -1,9 +1,9 @@
-// File: controllers/machine_reconciler.cc
+// File: controllers/machine/machine_reconciler.cc
 //
 // The HarvesterMachine reconcile loop and its report; observe and execute
 // live in machine_observe.cc and machine_execute.cc.
 
-#include "controllers/machine_reconciler.h"
+#include "controllers/machine/machine_reconciler.h"
 
 #include <chrono>
 
@@ -14,12 +14,6 @@
 #include "controllers/writes.h"
 
 namespace caphv::controllers {
-
-void HarvesterMachineReconciler::Emit(MachineScope& r, const EventNote& e) {
-  if (!ctx_.recorder) return;
-  ctx_.recorder->Event(*r.object, e.warning ? kube::EventType::kWarning : kube::EventType::kNormal,
-                       e.reason, e.message);
-}
 
 kube::Result HarvesterMachineReconciler::Reconcile(const kube::Request& req) {
   const std::string key = req.Key();
@@ -57,22 +51,12 @@ kube::Result HarvesterMachineReconciler::Reconcile(const kube::Request& req) {
     cluster_of_[key] = req.ns + "/" + o.cluster_name;
   }
 
-  kube::Result result;
-  for (int step = 0;; ++step) {
-    MachinePlan plan = PlanMachine(o);
-    if (!plan.action || step == kMaxSteps) {
-      if (plan.action) r.log.Error("the plan did not settle", "Stopping this reconcile");
-      result = Report(r, o, std::move(plan), nullptr, kube::Status::Ok());
-      break;
-    }
-    const MachineAction action = *plan.action;
-    r.log.V(2).Info("Executing",
-                    {{"action", std::string(ActionName(action.kind))}, {"name", action.name}});
-    if (kube::Status st = Execute(r, action, o); !st.ok()) {
-      result = Report(r, o, std::move(plan), &action, st);
-      break;
-    }
-  }
+  kube::Result result = RunPlan(
+      r.log, [&] { return PlanMachine(o); },
+      [&](const MachineAction& action, const MachinePlan&) { return Execute(r, action, o); },
+      [&](MachinePlan plan, const MachineAction* failed, const kube::Status& st) {
+        return Report(r, o, std::move(plan), failed, st);
+      });
   metrics::ObserveMachineReconcile(
       o.deleting ? metrics::Operation::kDelete : metrics::Operation::kNormal, SecondsSince(start));
   return result;

@@ -1,4 +1,4 @@
-// File: controllers/machine_plan.h
+// File: controllers/machine/machine_plan.h
 //
 // The HarvesterMachine planner: a pure function from what the reconciler
 // observed (MachineObservation, a plain value built from caches and the few

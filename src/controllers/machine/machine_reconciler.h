@@ -1,4 +1,4 @@
-// File: controllers/machine_reconciler.h
+// File: controllers/machine/machine_reconciler.h
 //
 // HarvesterMachineReconciler: the Cluster API InfraMachine side of CAPHV, one
 // Harvester VM per HarvesterMachine. A reconcile is
@@ -29,7 +29,7 @@
 #include <string>
 
 #include "controllers/context.h"
-#include "controllers/machine_plan.h"
+#include "controllers/machine/machine_plan.h"
 #include "controllers/scope.h"
 #include "kube/controller.h"
 
@@ -54,7 +54,7 @@ class HarvesterMachineReconciler {
   kube::Status PatchEtcdNode(MachineScope& r, const MachineAction& action, MachineObservation& o);
   kube::Result Report(MachineScope& r, const MachineObservation& o, MachinePlan plan,
                       const MachineAction* failed, const kube::Status& error);
-  void Emit(MachineScope& r, const EventNote& e);
+  void Emit(MachineScope& r, const EventNote& e) { EmitEvent(ctx_.recorder.get(), *r.object, e); }
   void RecordOwnWrite(MachineScope& r, kube::Object written);
   // What this process did for a deleting machine, remembered until the
   // machine leaves the cache, because the caches show it only when the watch

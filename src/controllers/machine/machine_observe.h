@@ -1,4 +1,4 @@
-// File: controllers/machine_observe.h
+// File: controllers/machine/machine_observe.h
 //
 // Views of connections and Harvester objects as the planners see them, built
 // by the reconcilers' observe steps from caches and by their execute steps
@@ -9,7 +9,7 @@
 #pragma once
 
 #include "controllers/harvester_connections.h"
-#include "controllers/machine_plan.h"
+#include "controllers/machine/machine_plan.h"
 #include "harvester/naming.h"
 #include "kube/object.h"
 

@@ -1,4 +1,4 @@
-// File: controllers/cluster_reconciler.h
+// File: controllers/cluster/cluster_reconciler.h
 //
 // HarvesterClusterReconciler: the Cluster API InfraCluster side of CAPHV.
 // Each reconcile is observe -> plan -> execute -> report:
@@ -28,7 +28,7 @@
 #include <string>
 
 #include "api/harvester_cluster.h"
-#include "controllers/cluster_plan.h"
+#include "controllers/cluster/cluster_plan.h"
 #include "controllers/context.h"
 #include "controllers/scope.h"
 #include "kube/controller.h"
@@ -56,7 +56,7 @@ class HarvesterClusterReconciler {
   // cluster_reconciler.cc
   kube::Result Report(ClusterScope& r, const ClusterObservation& o, ClusterPlan plan,
                       const ClusterAction* failed, const kube::Status& error);
-  void Emit(ClusterScope& r, const EventNote& e);
+  void Emit(ClusterScope& r, const EventNote& e) { EmitEvent(ctx_.recorder.get(), *r.object, e); }
 
   Context& ctx_;
   std::mutex mu_;

@@ -1,4 +1,4 @@
-// File: controllers/machine_execute.cc
+// File: controllers/machine/machine_execute.cc
 //
 // HarvesterMachineReconciler::Execute: one API call per planned action (the
 // creation-input read makes a few), its result folded into the observation
@@ -7,8 +7,8 @@
 #include "api/codec.h"
 #include "api/conditions.h"
 #include "controllers/capi.h"
-#include "controllers/machine_observe.h"
-#include "controllers/machine_reconciler.h"
+#include "controllers/machine/machine_observe.h"
+#include "controllers/machine/machine_reconciler.h"
 #include "controllers/metrics.h"
 #include "controllers/writes.h"
 #include "harvester/naming.h"

@@ -1,10 +1,10 @@
-// File: controllers/cluster_plan.cc
+// File: controllers/cluster/cluster_plan.cc
 //
 // PlanCluster: the planner itself (the normal and the delete path); the
 // views, desired objects and failure reports it shares with the reconciler
 // are in cluster_plan_support.cc.
 
-#include "controllers/cluster_plan.h"
+#include "controllers/cluster/cluster_plan.h"
 
 #include <algorithm>
 #include <set>

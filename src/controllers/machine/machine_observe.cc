@@ -1,17 +1,17 @@
-// File: controllers/machine_observe.cc
+// File: controllers/machine/machine_observe.cc
 //
 // HarvesterMachineReconciler::Observe: everything the planner needs, from
 // caches only (management cluster, the Harvester connection, the workload
 // cluster). Live reads are actions the planner asks for.
 
-#include "controllers/machine_observe.h"
+#include "controllers/machine/machine_observe.h"
 
 #include <set>
 
 #include "api/codec.h"
 #include "api/conditions.h"
 #include "controllers/capi.h"
-#include "controllers/machine_reconciler.h"
+#include "controllers/machine/machine_reconciler.h"
 #include "harvester/naming.h"
 #include "harvester/resources.h"
 #include "harvester/vm_builder.h"

@@ -1,4 +1,4 @@
-// File: controllers/cluster_plan.h
+// File: controllers/cluster/cluster_plan.h
 //
 // The HarvesterCluster planner: a pure function from what the reconciler
 // observed (ClusterObservation, plain values built from caches and the few

@@ -1,4 +1,4 @@
-// File: controllers/cluster_execute.cc
+// File: controllers/cluster/cluster_execute.cc
 //
 // HarvesterClusterReconciler::Execute: one API call per planned action, its
 // result folded into the observation so the next plan sees what this
@@ -6,7 +6,7 @@
 
 #include "api/codec.h"
 #include "controllers/capi.h"
-#include "controllers/cluster_reconciler.h"
+#include "controllers/cluster/cluster_reconciler.h"
 #include "controllers/metrics.h"
 #include "controllers/writes.h"
 #include "harvester/cloud_provider.h"

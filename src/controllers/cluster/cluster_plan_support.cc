@@ -1,4 +1,4 @@
-// File: controllers/cluster_plan_support.cc
+// File: controllers/cluster/cluster_plan_support.cc
 //
 // What the HarvesterCluster planner shares with the reconciler: action
 // names, views of cached Harvester objects, the objects CAPHV applies, and
@@ -8,7 +8,7 @@
 
 #include "api/conditions.h"
 #include "controllers/capi.h"
-#include "controllers/cluster_plan.h"
+#include "controllers/cluster/cluster_plan.h"
 #include "harvester/cloud_provider.h"
 #include "harvester/ipam.h"
 #include "harvester/resources.h"

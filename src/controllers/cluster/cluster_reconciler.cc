@@ -1,9 +1,9 @@
-// File: controllers/cluster_reconciler.cc
+// File: controllers/cluster/cluster_reconciler.cc
 //
 // The HarvesterCluster reconcile loop and its report; observe and execute
 // live in cluster_observe.cc and cluster_execute.cc.
 
-#include "controllers/cluster_reconciler.h"
+#include "controllers/cluster/cluster_reconciler.h"
 
 #include <chrono>
 
@@ -12,12 +12,6 @@
 #include "controllers/writes.h"
 
 namespace caphv::controllers {
-
-void HarvesterClusterReconciler::Emit(ClusterScope& r, const EventNote& e) {
-  if (!ctx_.recorder) return;
-  ctx_.recorder->Event(*r.object, e.warning ? kube::EventType::kWarning : kube::EventType::kNormal,
-                       e.reason, e.message);
-}
 
 kube::Result HarvesterClusterReconciler::Reconcile(const kube::Request& req) {
   const std::string key = req.Key();
@@ -53,29 +47,22 @@ kube::Result HarvesterClusterReconciler::Reconcile(const kube::Request& req) {
     label_of_[key] = r.metrics_label;
   }
 
-  kube::Result result;
-  for (int step = 0;; ++step) {
-    ClusterPlan plan = PlanCluster(o);
-    if (!plan.action || step == kMaxSteps) {
-      if (plan.action) r.log.Error("the plan did not settle", "Stopping this reconcile");
-      result = Report(r, o, std::move(plan), nullptr, kube::Status::Ok());
-      break;
-    }
-    const ClusterAction action = *plan.action;
-    r.log.V(2).Info("Executing",
-                    {{"action", std::string(ActionName(action.kind))}, {"name", action.name}});
-    if (kube::Status st = Execute(r, action, o); !st.ok()) {
-      result = Report(r, o, std::move(plan), &action, st);
-      break;
-    }
-    // That action wrote this plan's conditions: the next plan sees no
-    // transition in them, so their warnings are recorded now.
-    if (action.kind == ClusterActionKind::kRecordConnection) {
-      for (const auto& e : plan.events) {
-        if (e.warning) Emit(r, e);
-      }
-    }
-  }
+  kube::Result result = RunPlan(
+      r.log, [&] { return PlanCluster(o); },
+      [&](const ClusterAction& action, const ClusterPlan& plan) {
+        kube::Status st = Execute(r, action, o);
+        // That action wrote this plan's conditions: the next plan sees no
+        // transition in them, so their warnings are recorded now.
+        if (st.ok() && action.kind == ClusterActionKind::kRecordConnection) {
+          for (const auto& e : plan.events) {
+            if (e.warning) Emit(r, e);
+          }
+        }
+        return st;
+      },
+      [&](ClusterPlan plan, const ClusterAction* failed, const kube::Status& st) {
+        return Report(r, o, std::move(plan), failed, st);
+      });
   metrics::ObserveClusterReconcile(
       o.deleting ? metrics::Operation::kDelete : metrics::Operation::kNormal, SecondsSince(start));
   return result;

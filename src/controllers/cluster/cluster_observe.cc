@@ -1,4 +1,4 @@
-// File: controllers/cluster_observe.cc
+// File: controllers/cluster/cluster_observe.cc
 //
 // HarvesterClusterReconciler::Observe: everything the planner needs, from
 // caches only (the management cluster's informers and the Harvester
@@ -7,7 +7,7 @@
 #include <set>
 
 #include "controllers/capi.h"
-#include "controllers/cluster_reconciler.h"
+#include "controllers/cluster/cluster_reconciler.h"
 #include "controllers/harvester_connections.h"
 #include "harvester/cloud_provider.h"
 #include "harvester/load_balancer.h"
