@@ -35,25 +35,44 @@ NodeInitDecision DecideNodeInit(const NodeView& node, const std::string& provide
     return d;
   }
   d.outcome = NodeInitDecision::Outcome::kWrite;
-  kube::Object spec = kube::Object::object();
+  d.patch = kube::Object::array();
   std::string what;
   if (node.provider_id.empty()) {
-    spec["providerID"] = provider_id;
+    d.patch.push_back({{"op", "add"}, {"path", "/spec/providerID"}, {"value", provider_id}});
     what = "set providerID " + provider_id;
   }
   if (node.uninitialized) {
-    kube::Object kept = kube::Object::array();
-    for (const auto& t : node.taints) {
-      if (!t.is_object() || t.value("key", "") != kUninitializedTaint) kept.push_back(t);
+    // From the last index down, so that each removal leaves the indices of
+    // the ones before it as they were read.
+    for (size_t i = node.taints.size(); i-- > 0;) {
+      const kube::Object& t = node.taints[i];
+      if (!t.is_object() || t.value("key", "") != kUninitializedTaint) continue;
+      const std::string path = "/spec/taints/" + std::to_string(i);
+      d.patch.push_back({{"op", "test"}, {"path", path}, {"value", t}});
+      d.patch.push_back({{"op", "remove"}, {"path", path}});
     }
-    // null removes the field, as an empty list would leave `taints: []`.
-    spec["taints"] = kept.empty() ? kube::Object(nullptr) : kept;
     what += std::string(what.empty() ? "" : ", ") + "removed the taint " +
             std::string(kUninitializedTaint);
   }
-  d.patch = {{"metadata", {{"resourceVersion", node.resource_version}}}, {"spec", spec}};
   d.message = "Node " + node.name + ": " + what;
   return d;
+}
+
+bool IsNodeChanged(const kube::Status& patch_error) {
+  if (patch_error.code() != kube::StatusCode::kInvalid) return false;
+  // A JSON Patch that does not apply to the object as stored (a `test` that
+  // fails, an index that is gone) is answered 422 Invalid with no field
+  // causes and a generic message: the apiserver drops json-patch's own text
+  // (k8s.io/apiserver endpoints/handlers/patch.go, applyJSPatch, through
+  // NewGenericServerResponse). This patch is well-formed by construction,
+  // so that answer means the Node changed.
+  if (patch_error.causes().empty()) return true;
+  // A providerID someone else set meanwhile: 422 on that field (it may not
+  // change once set).
+  for (const auto& cause : patch_error.causes()) {
+    if (cause.field == "spec.providerID") return true;
+  }
+  return false;
 }
 
 }  // namespace caphv::workload

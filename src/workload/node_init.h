@@ -11,13 +11,17 @@
 // DecideNodeInit is pure: from the Node as cached and the providerID the
 // machine expects (harvester://<VM uid>) it says whether the Node is
 // initialised, belongs to something else, or needs one write, and builds
-// that write: a JSON merge patch carrying metadata.resourceVersion, so the
-// apiserver applies it only to the Node it was computed from (409 Conflict
-// otherwise: the kubelet or the cloud provider wrote in between, and the
-// decision is made again on the new version). spec.taints has no merge key
-// (it is replaced whole by merge and strategic merge patches, and is an
-// atomic list for server-side apply), so the patch lists every other taint
-// as it was; the resourceVersion guard is what makes that safe.
+// that write: a JSON Patch (RFC 6902). providerID is added (the apiserver
+// refuses to change a providerID once set, so a concurrent writer's value is
+// never replaced); each uninitialized taint is removed by its index, after a
+// `test` that the entry at that index is still the taint as read. The patch
+// is guarded by exactly what it changes: a kubelet or anyone else writing
+// the Node's status, labels or other taints meanwhile does not make it fail
+// (a resourceVersion guard would, with 409 Conflicts), and a changed taint
+// list makes the `test` fail (422; IsNodeChanged), so the decision is made
+// again on the Node as it now is. spec.taints has no merge key (merge and
+// strategic merge patches replace it whole; server-side apply holds it as an
+// atomic list), which is why the entries are addressed one by one.
 //
 // Thread safety: pure functions over values.
 
@@ -27,6 +31,7 @@
 #include <string_view>
 
 #include "kube/object.h"
+#include "kube/status.h"
 
 namespace caphv::workload {
 
@@ -52,11 +57,17 @@ struct NodeInitDecision {
     kWrite,        // `patch` sets what is missing
   };
   Outcome outcome = Outcome::kInitialized;
-  kube::Object patch;   // kWrite: the merge patch
+  kube::Object patch;   // kWrite: the JSON Patch (an array of operations)
   std::string message;  // what was found or what the patch does
 };
 
 // `provider_id`: the machine's spec.providerID (harvester://<VM uid>).
 NodeInitDecision DecideNodeInit(const NodeView& node, const std::string& provider_id);
+
+// Whether a failed node-initialisation patch failed because the Node is no
+// longer as it was read (a `test` operation failed, or a providerID was set
+// meanwhile): decide again, as after a Conflict; any other failure is an
+// error.
+bool IsNodeChanged(const kube::Status& patch_error);
 
 }  // namespace caphv::workload

@@ -8,6 +8,50 @@
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
+# The checks of the files' contents are jq programs; yq (Debian's: PyYAML's reading, YAML 1.2
+# scalars, handed to jq) reads the YAML. Their helpers, in jq:
+jq_defs=$(cat <<'JQ'
+# Python's truth: null, false, 0, "" and empty lists and mappings are false.
+def truthy: . != null and . != false and . != 0 and . != "" and . != [] and . != {};
+# The documents of a file (a list) but the empty ones.
+def nonempty: map(select(truthy));
+# The document of a file that has at most one (null when it has none).
+def single: if length <= 1 then .[0] else error("expected a single document, got \(length)") end;
+# need(COND; SHOWN): . when COND holds; else the program stops printing SHOWN.
+def need(cond; shown):
+  if cond then . else "assertion failed: \(shown | if type == "string" then . else tojson end)\n" | halt_error(1) end;
+# each(CHECKS): runs CHECKS (a stream of need(...)), then gives .
+def each(checks): . as $in | [checks] | $in;
+# at(KEY): the value of a mapping's key or a list's item; an error when it has none.
+def at($k):
+  if (type == "object" and has($k)) or (type == "array" and ($k | type) == "number" and $k < length and $k >= -length)
+  then .[$k] else error("no \($k | tojson) in \(tojson | .[:300])") end;
+def dig($path): reduce $path[] as $k (.; at($k));
+# holds(X): the list . has the item X, the mapping . the key X, the text . the text X.
+def holds($x):
+  if type == "array" then any(.[]; . == $x)
+  elif type == "object" then ($x | type) == "string" and has($x)
+  elif type == "string" and ($x | type) == "string" then contains($x)
+  else error("\(tojson | .[:300]) cannot hold \($x | tojson)") end;
+# one(KIND; NAME): the one document of the list . of kind KIND (and name NAME, unless null).
+def one($kind; $name):
+  . as $all
+  | [.[] | select(at("kind") == $kind and ($name == null or (at("metadata") | at("name")) == $name))]
+  | if length == 1 then .[0]
+    else error("not one \([$kind, $name] | tojson) in \($all | map([.kind, .metadata.name]) | tojson)") end;
+JQ
+)
+# yjq [JQ-OPTION...] -- FILE...: runs the jq program on stdin (after $jq_defs) with $docs[i], the
+# documents of the YAML file FILE i (a list); fails when a FILE is not YAML or the program stops.
+yjq() {
+  local opts=() json f
+  while [ "$1" != -- ]; do opts+=("$1"); shift; done
+  shift
+  json=$(mktemp -p "$work") || return
+  for f; do yq -s -c . "$f" >>"$json" || return; done
+  jq -n "${opts[@]}" --slurpfile docs "$json" "$jq_defs"$'\n'"$(cat)"
+}
+
 check "SHA256SUMS lists every file and matches" bash -c "cd '$REL' && sha256sum --quiet -c SHA256SUMS &&
   [ \"\$(ls | grep -vx SHA256SUMS | sort)\" = \"\$(awk '{print \$2}' SHA256SUMS | sort)\" ]"
 for f in infrastructure-components.yaml metadata.yaml cluster-template.yaml cluster-template-rke2.yaml \
@@ -41,36 +85,41 @@ grep -A3 -- '- -v=6$' "$work/set.yaml" | tr -d ' ' | tr '\n' ' ' | grep -q -- '-
 # --- infrastructure-components.yaml is config/default, with the variables' defaults
 # (as clusterctl renders it) and the image of the release.
 "$KUBECTL" kustomize "$ROOT/config/default" >"$work/kustomize.yaml"
-if python3 - "$work/kustomize.yaml" "$REL/infrastructure-components.yaml" "$VERSION" <<'PY'; then
-import re, sys, yaml
-def load(text):
-    return {(d["kind"], d["metadata"].get("namespace", ""), d["metadata"]["name"]): d
-            for d in yaml.safe_load_all(text) if d}
-ours = load(open(sys.argv[1]).read())
-# The variables as clusterctl substitutes them when unset: ${NAME:=default} -> default.
-text = open(sys.argv[2]).read()
-names = re.findall(r"\$\{([A-Z_]+):=", text)
-assert sorted(set(names)) == ["CAPHV_CONCURRENCY", "CAPHV_LOG_LEVEL", "CAPHV_WATCH_FILTER"], names
-rel = load(re.sub(r"\$\{[A-Z_]+:=([^}]*)\}", r"\1", text))
-version = sys.argv[3]
+components_match() {
+  local rel=$REL/infrastructure-components.yaml names
+  names=$(LC_ALL=C grep -oE '\$\{[A-Z_]+:=' "$rel" | sed 's/^..//; s/:=$//')
+  [ "$(LC_ALL=C sort -u <<<"$names" | tr '\n' ' ')" = "CAPHV_CONCURRENCY CAPHV_LOG_LEVEL CAPHV_WATCH_FILTER " ] ||
+    { echo "the variables: $(tr '\n' ' ' <<<"$names")" >&2; return 1; }
+  # The variables as clusterctl substitutes them when unset: ${NAME:=default} -> default
+  # (-z: a default may span lines).
+  LC_ALL=C sed -zE 's/\$\{[A-Z_]+:=([^}]*)\}/\1/g' "$rel" >"$work/components.yaml" || return
+  yjq --arg version "$VERSION" -- "$work/kustomize.yaml" "$work/components.yaml" <<'JQ'
+# The objects by (kind, namespace, name), that as JSON text.
+def load: nonempty | reduce .[] as $d ({};
+  .[[($d | at("kind")), ($d | at("metadata") | if has("namespace") then .namespace else "" end),
+     ($d | at("metadata") | at("name"))] | tojson] = $d);
+($docs[0] | load) as $ours
+| ($docs[1] | load) as $rel
+| (["Deployment", "caphv-system", "caphv-controller-manager"] | tojson) as $dep
+| ["spec", "template", "spec", "containers", 0] as $container
 # The release sets the image and adds two flags (their defaults).
-dep = rel[("Deployment", "caphv-system", "caphv-controller-manager")]
-c = dep["spec"]["template"]["spec"]["containers"][0]
-assert c["image"] == "localhost/caphv-manager:" + version, c["image"]
-c["image"] = ours[("Deployment", "caphv-system", "caphv-controller-manager")]["spec"]["template"]["spec"]["containers"][0]["image"]
-extra = ["--concurrency=10", "--watch-filter", ""]
-i = c["args"].index("--concurrency=10")
-assert c["args"][i:i + 3] == extra, c["args"]
-del c["args"][i:i + 3]
-if set(ours) != set(rel):
-    print("objects only in config/default:", sorted(set(ours) - set(rel)), file=sys.stderr)
-    print("objects only in the release:", sorted(set(rel) - set(ours)), file=sys.stderr)
-    sys.exit(1)
-bad = [k for k in ours if ours[k] != rel[k]]
-if bad:
-    print("objects that differ:", bad, file=sys.stderr)
-    sys.exit(1)
-PY
+| ($rel | at($dep) | dig($container)) as $c
+| need($c.image == "localhost/caphv-manager:" + $version; $c.image)
+| ($c | at("args") | first(range(length) as $i | select(.[$i] == "--concurrency=10") | $i)
+   // error("no --concurrency=10 in \($c.args | tojson)")) as $i
+| need($c.args[$i:$i + 3] == ["--concurrency=10", "--watch-filter", ""]; $c.args)
+| ($rel | setpath([$dep] + $container + ["image"]; $ours | at($dep) | dig($container) | at("image"))
+   | setpath([$dep] + $container + ["args"]; $c.args[:$i] + $c.args[$i + 3:])) as $rel
+| if ($ours | keys) != ($rel | keys) then
+    ("objects only in config/default: \(($ours | keys) - ($rel | keys) | map(fromjson) | tojson)\n"
+     + "objects only in the release: \(($rel | keys) - ($ours | keys) | map(fromjson) | tojson)\n") | halt_error(1)
+  else
+    [$ours | keys[] | select($ours[.] != $rel[.]) | fromjson]
+    | if length > 0 then "objects that differ: \(tojson)\n" | halt_error(1) else empty end
+  end
+JQ
+}
+if components_match; then
   pass "infrastructure-components.yaml = kubectl kustomize config/default + image + variables"
 else
   fail "infrastructure-components.yaml differs from kubectl kustomize config/default"
@@ -90,23 +139,22 @@ for variant in defaults set; do
     fail "clusterctl generate yaml --from machinehealthcheck-harvester-rke2.yaml ($variant): $(cat "$work/err")"; continue
   fi
   check "machinehealthcheck-harvester-rke2.yaml ($variant): workers and control plane of c1" \
-    python3 - "$work/mhc-$variant.yaml" "$variant" <<'PY'
-import sys, yaml
-docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
-want = ("34%", "20m", "5m") if sys.argv[2] == "defaults" else (2, "3m", "45s")
-assert [(d["kind"], d["metadata"]["name"], d["metadata"]["namespace"]) for d in docs] == [
-    ("MachineHealthCheck", "c1-workers", "team-a"), ("MachineHealthCheck", "c1-control-plane", "team-a")], docs
-for d in docs:
-    s = d["spec"]
-    assert s["clusterName"] == "c1", s
-    assert (s["maxUnhealthy"], s["nodeStartupTimeout"]) == want[:2], s
-    assert s["unhealthyConditions"] == [{"type": "Ready", "status": "False", "timeout": want[2]},
-                                        {"type": "Ready", "status": "Unknown", "timeout": want[2]}], s
+    yjq --arg variant "$variant" -- "$work/mhc-$variant.yaml" <<'JQ'
+($docs[0] | nonempty) as $d
+| (if $variant == "defaults" then ["34%", "20m", "5m"] else [2, "3m", "45s"] end) as $want
+| need([$d[] | [.kind, .metadata.name, .metadata.namespace]]
+       == [["MachineHealthCheck", "c1-workers", "team-a"], ["MachineHealthCheck", "c1-control-plane", "team-a"]]; $d)
+| each($d[] | .spec
+       | need(.clusterName == "c1"; .)
+       | need([.maxUnhealthy, .nodeStartupTimeout] == $want[:2]; .)
+       | need(.unhealthyConditions == [{type: "Ready", status: "False", timeout: $want[2]},
+                                       {type: "Ready", status: "Unknown", timeout: $want[2]}]; .))
 # Workers: the Machines of every MachineDeployment of the topology; control plane: its Machines.
-assert docs[0]["spec"]["selector"] == {"matchExpressions": [
-    {"key": "topology.cluster.x-k8s.io/deployment-name", "operator": "Exists"}]}, docs[0]["spec"]["selector"]
-assert docs[1]["spec"]["selector"] == {"matchLabels": {"cluster.x-k8s.io/control-plane": ""}}, docs[1]["spec"]["selector"]
-PY
+| need($d[0].spec.selector == {matchExpressions: [
+         {key: "topology.cluster.x-k8s.io/deployment-name", operator: "Exists"}]}; $d[0].spec.selector)
+| need($d[1].spec.selector == {matchLabels: {"cluster.x-k8s.io/control-plane": ""}}; $d[1].spec.selector)
+| empty
+JQ
 done
 
 # The Go provider's own metadata (its newest release's), when its tarball is here: every series
@@ -119,80 +167,82 @@ else
   : >"$go_metadata"
 fi
 check "metadata.yaml: this release's series v1beta2 and above the Go provider's; theirs as it declares them" \
-  python3 - "$REL/metadata.yaml" "$VERSION" "$go_metadata" <<'PY'
-import sys, yaml
-def series_of(path):
-    m = yaml.safe_load(open(path))
-    assert m["apiVersion"] == "clusterctl.cluster.x-k8s.io/v1alpha3" and m["kind"] == "Metadata", m
-    return {(s["major"], s["minor"]): s["contract"] for s in m["releaseSeries"]}
-series = series_of(sys.argv[1])
-major, minor = (int(x) for x in sys.argv[2][1:].split(".")[:2])
-assert series.get((major, minor)) == "v1beta2", ("the release's own series", series)
-assert (major, minor) == max(series), ("the release's series is not the newest", series)
-assert series == {(0, 11): "v1beta2", **{(0, m): "v1beta2" for m in range(4, 11)},
-                  (0, 3): "v1beta1", (0, 2): "v1beta1", (0, 1): "v1beta1"}, series
-if open(sys.argv[3]).read().strip():
-    upstream = series_of(sys.argv[3])
-    differ = {k: (v, series.get(k)) for k, v in upstream.items() if k != (0, 3) and series.get(k) != v}
-    assert not differ, ("series the Go provider declares otherwise", differ)
-PY
+  yjq --arg version "$VERSION" --rawfile go_text "$go_metadata" -- "$REL/metadata.yaml" "$go_metadata" <<'JQ'
+# The series of a metadata.yaml: {"[major,minor]": contract}.
+def series_of:
+  single
+  | need(.apiVersion == "clusterctl.cluster.x-k8s.io/v1alpha3" and .kind == "Metadata"; .)
+  | reduce at("releaseSeries")[] as $s ({};
+      .[[($s | at("major")), ($s | at("minor"))] | tojson] = ($s | at("contract")));
+($docs[0] | series_of) as $series
+| ($version[1:] | split(".")[:2] | map(tonumber)) as $ours
+| need($ours | length == 2; $version)
+| need($series[$ours | tojson] == "v1beta2"; ["the release's own series", $series])
+| need($ours == ($series | keys | map(fromjson) | max); ["the release's series is not the newest", $series])
+| need($series == ([[0, 11], (range(4; 11) | [0, .])] | map({key: tojson, value: "v1beta2"}) | from_entries)
+                   + {"[0,3]": "v1beta1", "[0,2]": "v1beta1", "[0,1]": "v1beta1"}; $series)
+| if $go_text | test("\\S") then
+    ($docs[1] | series_of) as $upstream
+    | [$upstream | to_entries[] | select(.key != "[0,3]" and $series[.key] != .value)
+       | [(.key | fromjson), .value, $series[.key]]]
+    | need(length == 0; ["series the Go provider declares otherwise", .])
+  else . end
+| empty
+JQ
 
-check "capiprovider-harvester.yaml: Turtles CAPIProvider of this release" python3 - "$REL/capiprovider-harvester.yaml" "$VERSION" <<'PY'
-import sys, yaml
-p = yaml.safe_load(open(sys.argv[1]))
-assert p["apiVersion"] == "turtles-capi.cattle.io/v1alpha1" and p["kind"] == "CAPIProvider"
-assert p["metadata"] == {"name": "harvester", "namespace": "caphv-system"}, p["metadata"]
-s = p["spec"]
-assert s["name"] == "harvester" and s["type"] == "infrastructure" and s["version"] == sys.argv[2], s
-assert s["fetchConfig"]["url"].endswith("/" + sys.argv[2] + "/infrastructure-components.yaml"), s
-PY
+check "capiprovider-harvester.yaml: Turtles CAPIProvider of this release" \
+  yjq --arg version "$VERSION" -- "$REL/capiprovider-harvester.yaml" <<'JQ'
+$docs[0] | single
+| need(.apiVersion == "turtles-capi.cattle.io/v1alpha1" and .kind == "CAPIProvider"; [.apiVersion, .kind])
+| need(.metadata == {name: "harvester", namespace: "caphv-system"}; .metadata)
+| .spec
+| need(.name == "harvester" and .type == "infrastructure" and .version == $version; .)
+| need(.fetchConfig.url | endswith("/" + $version + "/infrastructure-components.yaml"); .)
+| empty
+JQ
 
 # --- The class for the RKE2 providers v0.22+: the same documents, every apiVersion (and ref) of
 # the two RKE2 groups at v1beta2, nothing else changed.
-check "clusterclass-harvester-rke2-v1beta2.yaml: the RKE2 groups at v1beta2, the rest as is" python3 - \
-  "$REL/clusterclass-harvester-rke2.yaml" "$REL/clusterclass-harvester-rke2-v1beta2.yaml" <<'PY'
-import sys, yaml
-old, new = ([d for d in yaml.safe_load_all(open(f)) if d] for f in sys.argv[1:3])
-groups = ("controlplane.cluster.x-k8s.io/", "bootstrap.cluster.x-k8s.io/")
-moved = 0
-def walk(a, b):
-    global moved
-    if isinstance(a, dict):
-        assert isinstance(b, dict) and a.keys() == b.keys(), (a, b)
-        for k in a:
-            if k == "apiVersion" and isinstance(a[k], str) and a[k].startswith(groups):
-                assert a[k].endswith("/v1beta1") and b[k] == a[k][:-len("v1beta1")] + "v1beta2", (a[k], b[k])
-                moved += 1
-            else:
-                walk(a[k], b[k])
-    elif isinstance(a, list):
-        assert isinstance(b, list) and len(a) == len(b), (a, b)
-        for x, y in zip(a, b):
-            walk(x, y)
-    else:
-        assert a == b, (a, b)
-walk(old, new)
-kinds = {d["kind"] for d in new if d["apiVersion"].endswith("/v1beta2")}
-assert kinds == {"RKE2ControlPlaneTemplate", "RKE2ConfigTemplate"}, kinds
-assert moved >= 4, moved  # the two templates, the class's refs to them, the patches' selectors
-PY
+check "clusterclass-harvester-rke2-v1beta2.yaml: the RKE2 groups at v1beta2, the rest as is" \
+  yjq -- "$REL/clusterclass-harvester-rke2.yaml" "$REL/clusterclass-harvester-rke2-v1beta2.yaml" <<'JQ'
+# moved(A; B): how many apiVersions of the RKE2 groups go from v1beta1 in A to v1beta2 in B;
+# stops at anything else that differs.
+def moved($a; $b):
+  if ($a | type) == "object" then
+    need(($b | type) == "object" and ($a | keys) == ($b | keys); [$a, $b])
+    | [$a | keys_unsorted[] as $k
+       | if $k == "apiVersion" and ($a[$k] | type) == "string"
+            and ($a[$k] | startswith("controlplane.cluster.x-k8s.io/") or startswith("bootstrap.cluster.x-k8s.io/"))
+         then need(($a[$k] | endswith("/v1beta1")) and $b[$k] == $a[$k][:-("v1beta1" | length)] + "v1beta2";
+                   [$a[$k], $b[$k]]) | 1
+         else moved($a[$k]; $b[$k]) end]
+    | add // 0
+  elif ($a | type) == "array" then
+    need(($b | type) == "array" and ($a | length) == ($b | length); [$a, $b])
+    | [range($a | length) as $i | moved($a[$i]; $b[$i])] | add // 0
+  else need($a == $b; [$a, $b]) | 0 end;
+($docs[0] | nonempty) as $old
+| ($docs[1] | nonempty) as $new
+| moved($old; $new) as $moved
+| ([$new[] | select(.apiVersion | endswith("/v1beta2")) | .kind] | unique) as $kinds
+| need($kinds == ["RKE2ConfigTemplate", "RKE2ControlPlaneTemplate"]; $kinds)
+# The two templates, the class's refs to them, the patches' selectors.
+| need($moved >= 4; $moved)
+| empty
+JQ
 
 # The chart's class with clusterClass.rke2ApiVersion=v1beta2 is that file (but its namespace).
 if "$HELM" template caphv "$REL/caphv-${VERSION#v}.tgz" -n team-a --set clusterClass.enabled=true \
   --set clusterClass.rke2ApiVersion=v1beta2 --show-only templates/clusterclass.yaml >"$work/cc2.yaml" 2>"$work/err"; then
-  check "helm clusterClass.rke2ApiVersion=v1beta2: the release's v1beta2 class" python3 - \
-    "$work/cc2.yaml" "$REL/clusterclass-harvester-rke2-v1beta2.yaml" <<'PY'
-import sys, yaml
-chart, rel = ([d for d in yaml.safe_load_all(open(f)) if d] for f in sys.argv[1:3])
-for d in rel:
-    d["metadata"]["namespace"] = "team-a"
-key = lambda d: (d["kind"], d["metadata"]["name"])
-for d in chart:
-    d["metadata"].pop("labels", None)
-for d in rel:
-    d["metadata"].pop("labels", None)
-assert sorted(chart, key=key) == sorted(rel, key=key), [key(d) for d in chart]
-PY
+  check "helm clusterClass.rke2ApiVersion=v1beta2: the release's v1beta2 class" \
+    yjq -- "$work/cc2.yaml" "$REL/clusterclass-harvester-rke2-v1beta2.yaml" <<'JQ'
+def key: [at("kind"), (at("metadata") | at("name"))];
+def metadata(f): .metadata |= (if type == "object" then f else error("metadata: \(tojson)") end);
+($docs[0] | nonempty | map(metadata(del(.labels)))) as $chart
+| ($docs[1] | nonempty | map(metadata(.namespace = "team-a" | del(.labels)))) as $rel
+| need(($chart | sort_by(key)) == ($rel | sort_by(key)); [$chart[] | key])
+| empty
+JQ
 else
   fail "helm template clusterClass.rke2ApiVersion=v1beta2: $(cat "$work/err")"
 fi
@@ -206,62 +256,82 @@ check "helm clusterClass.rke2ApiVersion=v1 is refused naming the value" bash -c 
 check "addons: clusterctl lists their variables" bash -c "
   [ \"\$('$CLUSTERCTL' generate yaml --from '$REL/clusterresourceset-harvester-cloud-provider.yaml' --list-variables | sed -n 's/^  - //p' | tr '\n' ' ')\" = 'CLUSTER_NAME HARVESTER_CLOUD_PROVIDER_VERSION NAMESPACE ' ] &&
   [ \"\$('$CLUSTERCTL' generate yaml --from '$REL/clusterresourceset-harvester-csi-driver.yaml' --list-variables | sed -n 's/^  - //p' | tr '\n' ' ')\" = 'HARVESTER_CSI_DRIVER_VERSION NAMESPACE ' ]"
+addons_match() {
+  local class=$REL/clusterclass-harvester-rke2.yaml
+  # The manifests the two ConfigMaps carry (YAML in a text of theirs), as files of their own:
+  # the cloud provider's under the key the class names.
+  yjq -j -- "$work/ccm.yaml" "$class" >"$work/ccm-objs.yaml" <<'JQ' || return
+($docs[1] | nonempty | one("HarvesterClusterTemplate"; null)
+ | dig(["spec", "template", "spec", "updateCloudProviderConfig", "manifestsConfigMapKey"])) as $key
+| $docs[0] | nonempty | one("ConfigMap"; "cloud-config-addon-c1") | at("data") | at($key)
+| need(type == "string"; .)
+JQ
+  yjq -j -- "$work/csi.yaml" >"$work/csi-objs.yaml" <<'JQ' || return
+$docs[0] | nonempty | one("ConfigMap"; "harvester-csi-driver") | at("data") | at("harvester-csi-driver.yaml")
+| need(type == "string"; .)
+JQ
+  yjq -- "$work/ccm.yaml" "$work/csi.yaml" "$class" "$work/ccm-objs.yaml" "$work/csi-objs.yaml" <<'JQ'
+($docs[0] | nonempty) as $ccm | ($docs[1] | nonempty) as $csi | ($docs[2] | nonempty) as $cc
+# The class points CAPHV at cloud-config-addon-<cluster>, key cloud-config.yaml, Secret cloud-config/cloud-config.
+| ($cc | one("HarvesterClusterTemplate"; null) | dig(["spec", "template", "spec", "updateCloudProviderConfig"])) as $hct
+| ($cc | one("ClusterClass"; null) | dig(["spec", "patches"])
+   | first(.[] | select(at("name") == "cloudProviderManifests")) // error("no patch cloudProviderManifests")) as $patch
+| ($patch | dig(["definitions", 0, "jsonPatches"])
+   | map({key: (at("path") | need(type == "string" and contains("/"); .) | split("/") | last),
+          value: dig(["valueFrom", "template"])})
+   | from_entries) as $ops
+| need(($ops | at("manifestsConfigMapName")) == "cloud-config-addon-{{ .builtin.cluster.name }}"; $ops)
+| ($ccm | one("ConfigMap"; "cloud-config-addon-c1")) as $cm
+| need($cm.metadata.namespace == "team-a"
+       and ($cm | at("data") | keys_unsorted) == [$hct | at("manifestsConfigMapKey")]; $cm.metadata)
+# What that ConfigMap carries (ccm-objs.yaml).
+| ($docs[3] | nonempty) as $objs
+| ($objs | one("Secret"; $hct | at("cloudConfigCredentialsSecretName"))) as $secret
+| need($secret.metadata.namespace == "kube-system" and ($secret | has("data") | not); $secret)
+| ($objs | one("Deployment"; "harvester-cloud-provider") | dig(["spec", "template", "spec"])) as $pod
+| need($pod.hostNetwork == true; $pod)
+| ($pod | dig(["containers", 0])) as $c
+| need($c.image == "rancher/harvester-cloud-provider:v0.2.1"; $c.image)
+| need($c.args == ["--cloud-config=/etc/kubernetes/" + ($hct | at("cloudConfigCredentialsSecretKey")),
+                   "--cluster-name=c1"]; $c.args)
+| need($pod.volumes == [{name: "cloud-config", secret: {secretName: "cloud-config"}}]; $pod.volumes)
+| [$pod | at("tolerations")[] | [at("key"), .effect]] as $tolerated
+| each(["node-role.kubernetes.io/control-plane", "NoSchedule"], ["node-role.kubernetes.io/etcd", "NoExecute"],
+       ["node.cloudprovider.kubernetes.io/uninitialized", "NoSchedule"], ["node.kubernetes.io/not-ready", "NoSchedule"]
+       | . as $t | need($tolerated | holds($t); [$t, $tolerated]))
+| ($pod | at("serviceAccountName")) as $sa
+| ($objs | one("ClusterRoleBinding"; "harvester-cloud-controller-manager")) as $crb
+| need($crb.subjects == [{kind: "ServiceAccount", name: $sa, namespace: "kube-system"}]; $crb)
+| ($objs | one("ClusterRole"; $crb | dig(["roleRef", "name"])) | at("rules")) as $rules
+| each(["nodes", "patch"], ["nodes/status", "patch"], ["services", "watch"], ["services/status", "patch"],
+       ["leases", "update"], ["events", "create"]
+       | . as [$res, $verb]
+       | need([first($rules[] | select((at("resources") | holds($res)) and (at("verbs") | holds($verb))))] | length > 0;
+              [$res, $verb]))
+| ($ccm | one("ClusterResourceSet"; null)) as $crs
+| need($crs.metadata == {name: "c1-harvester-cloud-provider", namespace: "team-a"}; $crs.metadata)
+| need($crs.spec == {clusterSelector: {matchLabels: {"cluster.x-k8s.io/cluster-name": "c1"}},
+                     resources: [{kind: "ConfigMap", name: "cloud-config-addon-c1"}], strategy: "Reconcile"}; $crs.spec)
+# CSI: the driver reads the same Secret; every Cluster labelled csi: external. What its
+# ConfigMap harvester-csi-driver carries: csi-objs.yaml.
+| ($docs[4] | nonempty) as $objs
+| ($objs | one("DaemonSet"; "harvester-csi-plugin") | dig(["spec", "template", "spec"])) as $ds
+| ($ds | at("containers") | first(.[] | select(at("name") == "harvester-csi-plugin"))
+   // error("no container harvester-csi-plugin")) as $plugin
+| need($plugin.image == "rancher/harvester-csi-driver:v0.1.5"; $plugin.image)
+| need($ds | at("volumes") | holds({name: "cloud-config", secret: {secretName: ($secret | dig(["metadata", "name"]))}});
+       $ds.volumes)
+| each($objs | one("Deployment"; "csi-controller"), one("CSIDriver"; "driver.harvesterhci.io"), one("StorageClass"; "harvester"))
+| ($csi | one("ClusterResourceSet"; null)) as $crs
+| need($crs.spec.clusterSelector == {matchLabels: {csi: "external"}} and $crs.spec.strategy == "Reconcile"; $crs)
+| need($crs.spec.resources == [{kind: "ConfigMap", name: "harvester-csi-driver"}]; $crs)
+| empty
+JQ
+}
 if CLUSTER_NAME=c1 NAMESPACE=team-a "$CLUSTERCTL" generate yaml --from "$REL/clusterresourceset-harvester-cloud-provider.yaml" \
   >"$work/ccm.yaml" 2>"$work/err" && NAMESPACE=team-a HARVESTER_CSI_DRIVER_VERSION=v0.1.5 "$CLUSTERCTL" generate yaml \
   --from "$REL/clusterresourceset-harvester-csi-driver.yaml" >"$work/csi.yaml" 2>>"$work/err"; then
-  check "addons: what they install, as the ClusterClass expects" python3 - "$work/ccm.yaml" "$work/csi.yaml" \
-    "$REL/clusterclass-harvester-rke2.yaml" <<'PY'
-import sys, yaml
-ccm, csi, cc = ([d for d in yaml.safe_load_all(open(f)) if d] for f in sys.argv[1:4])
-def one(docs, kind, name=None):
-    found = [d for d in docs if d["kind"] == kind and (name is None or d["metadata"]["name"] == name)]
-    assert len(found) == 1, (kind, name, [(d["kind"], d["metadata"]["name"]) for d in docs])
-    return found[0]
-# The class points CAPHV at cloud-config-addon-<cluster>, key cloud-config.yaml, Secret cloud-config/cloud-config.
-hct = one(cc, "HarvesterClusterTemplate")["spec"]["template"]["spec"]["updateCloudProviderConfig"]
-patch = next(p for p in one(cc, "ClusterClass")["spec"]["patches"] if p["name"] == "cloudProviderManifests")
-ops = {o["path"].rsplit("/", 1)[1]: o["valueFrom"]["template"] for o in patch["definitions"][0]["jsonPatches"]}
-assert ops["manifestsConfigMapName"] == "cloud-config-addon-{{ .builtin.cluster.name }}", ops
-cm = one(ccm, "ConfigMap", "cloud-config-addon-c1")
-assert cm["metadata"]["namespace"] == "team-a" and list(cm["data"]) == [hct["manifestsConfigMapKey"]], cm["metadata"]
-objs = [d for d in yaml.safe_load_all(cm["data"][hct["manifestsConfigMapKey"]]) if d]
-secret = one(objs, "Secret", hct["cloudConfigCredentialsSecretName"])
-assert secret["metadata"]["namespace"] == "kube-system" and "data" not in secret, secret
-dep = one(objs, "Deployment", "harvester-cloud-provider")
-pod = dep["spec"]["template"]["spec"]
-assert pod["hostNetwork"] is True, pod
-c = pod["containers"][0]
-assert c["image"] == "rancher/harvester-cloud-provider:v0.2.1", c["image"]
-assert c["args"] == ["--cloud-config=/etc/kubernetes/" + hct["cloudConfigCredentialsSecretKey"], "--cluster-name=c1"], c["args"]
-assert pod["volumes"] == [{"name": "cloud-config", "secret": {"secretName": "cloud-config"}}], pod["volumes"]
-tolerated = {(t["key"], t.get("effect")) for t in pod["tolerations"]}
-for t in [("node-role.kubernetes.io/control-plane", "NoSchedule"), ("node-role.kubernetes.io/etcd", "NoExecute"),
-          ("node.cloudprovider.kubernetes.io/uninitialized", "NoSchedule"), ("node.kubernetes.io/not-ready", "NoSchedule")]:
-    assert t in tolerated, (t, tolerated)
-sa = pod["serviceAccountName"]
-crb = one(objs, "ClusterRoleBinding", "harvester-cloud-controller-manager")
-assert crb["subjects"] == [{"kind": "ServiceAccount", "name": sa, "namespace": "kube-system"}], crb
-rules = one(objs, "ClusterRole", crb["roleRef"]["name"])["rules"]
-def allowed(res, verb): return any(res in r["resources"] and verb in r["verbs"] for r in rules)
-for res, verb in [("nodes", "patch"), ("nodes/status", "patch"), ("services", "watch"), ("services/status", "patch"),
-                  ("leases", "update"), ("events", "create")]:
-    assert allowed(res, verb), (res, verb)
-crs = one(ccm, "ClusterResourceSet")
-assert crs["metadata"] == {"name": "c1-harvester-cloud-provider", "namespace": "team-a"}, crs["metadata"]
-assert crs["spec"] == {"clusterSelector": {"matchLabels": {"cluster.x-k8s.io/cluster-name": "c1"}},
-                       "resources": [{"kind": "ConfigMap", "name": "cloud-config-addon-c1"}], "strategy": "Reconcile"}, crs["spec"]
-# CSI: the driver reads the same Secret; every Cluster labelled csi: external.
-cm = one(csi, "ConfigMap", "harvester-csi-driver")
-objs = [d for d in yaml.safe_load_all(cm["data"]["harvester-csi-driver.yaml"]) if d]
-ds = one(objs, "DaemonSet", "harvester-csi-plugin")["spec"]["template"]["spec"]
-plugin = next(c for c in ds["containers"] if c["name"] == "harvester-csi-plugin")
-assert plugin["image"] == "rancher/harvester-csi-driver:v0.1.5", plugin["image"]
-assert {"name": "cloud-config", "secret": {"secretName": secret["metadata"]["name"]}} in ds["volumes"], ds["volumes"]
-one(objs, "Deployment", "csi-controller"); one(objs, "CSIDriver", "driver.harvesterhci.io"); one(objs, "StorageClass", "harvester")
-crs = one(csi, "ClusterResourceSet")
-assert crs["spec"]["clusterSelector"] == {"matchLabels": {"csi": "external"}} and crs["spec"]["strategy"] == "Reconcile", crs
-assert crs["spec"]["resources"] == [{"kind": "ConfigMap", "name": "harvester-csi-driver"}], crs
-PY
+  check "addons: what they install, as the ClusterClass expects" addons_match
 else
   fail "clusterctl generate yaml of the addons: $(cat "$work/err")"
 fi
@@ -271,51 +341,63 @@ chart=$REL/caphv-${VERSION#v}.tgz
 check "helm lint" "$HELM" lint --strict "$chart"
 check "chart version and appVersion" bash -c "'$HELM' show chart '$chart' | grep -qx 'version: ${VERSION#v}' &&
   '$HELM' show chart '$chart' | grep -qx 'appVersion: $VERSION'"
-check "chart values have the guide's keys" python3 -c "
-import sys, yaml, subprocess
-v = yaml.safe_load(subprocess.run(['$HELM', 'show', 'values', '$chart'], capture_output=True, check=True).stdout)
-assert v['image']['repository'] and 'tag' in v['image'] and v['image']['pullPolicy'] == 'IfNotPresent'
-assert v['webhooks']['enabled'] is False and v['webhooks']['certManager']['enabled'] is False
-assert v['clusterClass']['enabled'] is False"
+chart_values() {
+  "$HELM" show values "$chart" >"$work/values.yaml" || return
+  yjq -- "$work/values.yaml" <<'JQ'
+$docs[0] | single
+| need((.image.repository | truthy) and (.image | holds("tag")) and .image.pullPolicy == "IfNotPresent"; .image)
+| need(.webhooks.enabled == false and .webhooks.certManager.enabled == false; .webhooks)
+| need(.clusterClass.enabled == false; .clusterClass)
+| empty
+JQ
+}
+check "chart values have the guide's keys" chart_values
 for wh in false true; do for cm in false true; do for ccl in false true; do
   name="webhooks=$wh certManager=$cm clusterClass=$ccl"
   if ! "$HELM" template caphv "$chart" -n caphv-system --set "webhooks.enabled=$wh" \
     --set "webhooks.certManager.enabled=$cm" --set "clusterClass.enabled=$ccl" >"$work/h.yaml" 2>"$work/err"; then
     fail "helm template $name: $(cat "$work/err")"; continue
   fi
-  check "helm template $name: the objects that belong" python3 - "$work/h.yaml" "$wh" "$cm" "$ccl" "$VERSION" <<'PY'
-import sys, yaml
-docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
-wh, cm, ccl = (a == "true" for a in sys.argv[2:5])
-kinds = {(d["kind"], d["metadata"]["name"]) for d in docs}
-def has(k, n): return (k, n) in kinds
-for k, n in [("Deployment", "caphv-controller-manager"), ("ServiceAccount", "caphv-controller-manager"),
-             ("ClusterRole", "caphv-manager-role"), ("ClusterRole", "caphv-metrics-reader"), ("ClusterRole", "caphv-proxy-role"),
-             ("ClusterRoleBinding", "caphv-manager-rolebinding"), ("ClusterRoleBinding", "caphv-proxy-rolebinding"),
-             ("Role", "caphv-leader-election-role"), ("RoleBinding", "caphv-leader-election-rolebinding"),
-             ("Service", "caphv-controller-manager-metrics-service")]:
-    assert has(k, n), (k, n)
-assert has("Service", "caphv-webhook-service") == wh
-assert has("ValidatingWebhookConfiguration", "caphv-validating-webhook-configuration") == wh
-assert has("MutatingWebhookConfiguration", "caphv-mutating-webhook-configuration") == wh
-assert has("Issuer", "caphv-selfsigned-issuer") == (wh and cm)
-assert has("Certificate", "caphv-serving-cert") == (wh and cm)
-assert has("ClusterClass", "harvester-rke2") == ccl
-assert not has("ServiceMonitor", "caphv-controller-manager-metrics-monitor")
-dep = next(d for d in docs if d["kind"] == "Deployment")
-c = dep["spec"]["template"]["spec"]["containers"][0]
-assert c["image"].endswith(":" + sys.argv[5]), c["image"]
-assert ("--enable-webhooks" in c["args"]) == wh, c["args"]
-assert ("volumes" in dep["spec"]["template"]["spec"]) == wh
-for kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration") if wh else ():
-    cfg = next(d for d in docs if d["kind"] == kind)
-    ann = cfg["metadata"].get("annotations", {})
-    assert (ann.get("cert-manager.io/inject-ca-from") == "caphv-system/caphv-serving-cert") == cm, (kind, ann)
-for d in docs:
-    if d["kind"] not in ("ClusterRole", "ClusterRoleBinding", "ValidatingWebhookConfiguration",
-                         "MutatingWebhookConfiguration"):
-        assert d["metadata"].get("namespace") == "caphv-system", d["metadata"]
-PY
+  check "helm template $name: the objects that belong" yjq --arg wh "$wh" --arg cm "$cm" --arg ccl "$ccl" \
+    --arg version "$VERSION" -- "$work/h.yaml" <<'JQ'
+($docs[0] | nonempty) as $d
+| ($wh == "true") as $wh | ($cm == "true") as $cm | ($ccl == "true") as $ccl
+| [$d[] | [at("kind"), (at("metadata") | at("name"))]] as $kinds
+| def present($kind; $name): $kinds | holds([$kind, $name]);
+each(["Deployment", "caphv-controller-manager"], ["ServiceAccount", "caphv-controller-manager"],
+     ["ClusterRole", "caphv-manager-role"], ["ClusterRole", "caphv-metrics-reader"], ["ClusterRole", "caphv-proxy-role"],
+     ["ClusterRoleBinding", "caphv-manager-rolebinding"], ["ClusterRoleBinding", "caphv-proxy-rolebinding"],
+     ["Role", "caphv-leader-election-role"], ["RoleBinding", "caphv-leader-election-rolebinding"],
+     ["Service", "caphv-controller-manager-metrics-service"]
+     | need(present(.[0]; .[1]); .))
+| need(present("Service"; "caphv-webhook-service") == $wh; "Service caphv-webhook-service")
+| need(present("ValidatingWebhookConfiguration"; "caphv-validating-webhook-configuration") == $wh;
+       "ValidatingWebhookConfiguration caphv-validating-webhook-configuration")
+| need(present("MutatingWebhookConfiguration"; "caphv-mutating-webhook-configuration") == $wh;
+       "MutatingWebhookConfiguration caphv-mutating-webhook-configuration")
+| need(present("Issuer"; "caphv-selfsigned-issuer") == ($wh and $cm); "Issuer caphv-selfsigned-issuer")
+| need(present("Certificate"; "caphv-serving-cert") == ($wh and $cm); "Certificate caphv-serving-cert")
+| need(present("ClusterClass"; "harvester-rke2") == $ccl; "ClusterClass harvester-rke2")
+| need(present("ServiceMonitor"; "caphv-controller-manager-metrics-monitor") | not;
+       "ServiceMonitor caphv-controller-manager-metrics-monitor")
+| (first($d[] | select(.kind == "Deployment")) // error("no Deployment")) as $dep
+| ($dep | dig(["spec", "template", "spec"])) as $pod
+| ($pod | dig(["containers", 0])) as $c
+| need($c | at("image") | endswith(":" + $version); $c.image)
+| need(($c | at("args") | holds("--enable-webhooks")) == $wh; $c.args)
+| need(($pod | holds("volumes")) == $wh; "volumes")
+| each(if $wh then "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration" else empty end
+       | . as $kind
+       | (first($d[] | select(.kind == $kind)) // error("no \($kind)"))
+       | (.metadata | if has("annotations") then .annotations else {} end) as $ann
+       | need($ann | type == "object"; $ann)
+       | need(($ann["cert-manager.io/inject-ca-from"] == "caphv-system/caphv-serving-cert") == $cm; [$kind, $ann]))
+| each($d[]
+       | select(.kind | IN("ClusterRole", "ClusterRoleBinding", "ValidatingWebhookConfiguration",
+                           "MutatingWebhookConfiguration") | not)
+       | need(.metadata.namespace == "caphv-system"; .metadata))
+| empty
+JQ
 done; done; done
 
 # --- Alerting rules: the guide's six and CAPHV's two identity alerts, each with a unit test that
@@ -324,35 +406,32 @@ check "promtool check rules" "$PROMTOOL" check rules "$REL/caphv-alerts.yaml"
 cp "$REL/caphv-alerts.yaml" "$work/"
 sed "s|^- ../../config/prometheus/caphv-alerts.yaml|- caphv-alerts.yaml|" "$ROOT/test/release/caphv-alerts-test.yaml" >"$work/alerts-test.yaml"
 check "promtool test rules (the released rules)" "$PROMTOOL" test rules "$work/alerts-test.yaml"
-check "eight alerts, each tested firing and not firing" python3 - "$REL/caphv-alerts.yaml" "$work/alerts-test.yaml" <<'PY'
-import sys, yaml
-rules = yaml.safe_load(open(sys.argv[1]))["groups"][0]["rules"]
-names = [r["alert"] for r in rules]
-assert names == ["CAPHVMachineCreateErrors", "CAPHVMachineNotReady", "CAPHVIPPoolAllocationErrors",
-                 "CAPHVClusterNotReady", "CAPHVEtcdRemoveErrors", "CAPHVSlowMachineCreation",
-                 "CAPHVIdentityTokenExpiringSoon", "CAPHVIdentityTokenExpired"], names
-fires, quiet = set(), set()
-for t in yaml.safe_load(open(sys.argv[2]))["tests"]:
-    for a in t.get("alert_rule_test", []):
-        (fires if a.get("exp_alerts") else quiet).add(a["alertname"])
-assert fires == set(names) and quiet == set(names), (fires, quiet)
-PY
+check "eight alerts, each tested firing and not firing" yjq -- "$REL/caphv-alerts.yaml" "$work/alerts-test.yaml" <<'JQ'
+($docs[0] | single | .groups[0].rules) as $rules
+| [$rules[] | .alert] as $names
+| need($names == ["CAPHVMachineCreateErrors", "CAPHVMachineNotReady", "CAPHVIPPoolAllocationErrors",
+                  "CAPHVClusterNotReady", "CAPHVEtcdRemoveErrors", "CAPHVSlowMachineCreation",
+                  "CAPHVIdentityTokenExpiringSoon", "CAPHVIdentityTokenExpired"]; $names)
+| [$docs[1] | single | .tests[] | if has("alert_rule_test") then .alert_rule_test[] else empty end] as $tests
+| ([$tests[] | select(.exp_alerts | truthy) | at("alertname")] | unique) as $fires
+| ([$tests[] | select(.exp_alerts | truthy | not) | at("alertname")] | unique) as $quiet
+| need($fires == ($names | unique) and $quiet == ($names | unique); [$fires, $quiet])
+| empty
+JQ
 
 # --- The dashboard queries only the metrics the manager serves.
-check "dashboard metrics are the manager's" python3 - "$REL/caphv-dashboard.json" "$ROOT/src/controllers/metrics.cc" <<'PY'
-import json, re, sys
-served = set(re.findall(r'"(caphv_[a-z_]+)"', open(sys.argv[2]).read()))
-assert len(served) == 19, served
-d = json.load(open(sys.argv[1]))
-exprs = [t["expr"] for p in d["panels"] for t in p.get("targets", [])]
-exprs += [v["query"]["query"] for v in d["templating"]["list"] if isinstance(v.get("query"), dict)]
-used = set()
-for e in exprs:
-    for m in re.findall(r"\bcaphv_[a-z_]+", e):
-        base = re.sub(r"_(bucket|count|sum)$", "", m)
-        assert base in served, f"{m} in {e!r} is not served by the manager"
-        used.add(base)
-assert used == served, f"metrics without a panel: {sorted(served - used)}"
-PY
+check "dashboard metrics are the manager's" yjq --rawfile src "$ROOT/src/controllers/metrics.cc" \
+  --slurpfile dashboard "$REL/caphv-dashboard.json" -- <<'JQ'
+([$src | scan("\"(caphv_[a-z_]+)\"") | .[0]] | unique) as $served
+| need($served | length == 19; $served)
+| ($dashboard | single) as $d
+| ([$d | at("panels")[] | if has("targets") then .targets[] else empty end | at("expr")]
+   + [$d | at("templating") | at("list")[] | select(.query | type == "object") | .query | at("query")]) as $exprs
+| ([$exprs[] as $e | $e | scan("\\bcaphv_[a-z_]+") | sub("_(bucket|count|sum)$"; "") as $base
+    | need($served | holds($base); "\(.) in \($e | tojson) is not served by the manager") | $base]
+   | unique) as $used
+| need($used == $served; "metrics without a panel: \($served - $used | tojson)")
+| empty
+JQ
 
 finish

@@ -364,8 +364,14 @@ Status HarvesterMachineReconciler::InitializeNode(MachineScope& r, const Machine
     return Status(kube::StatusCode::kUnavailable, "no connection to the workload cluster");
   }
   auto patched =
-      r.workload->client().Patch(kube::resources::kNodes, "", a.name, kube::PatchType::kMerge,
+      r.workload->client().Patch(kube::resources::kNodes, "", a.name, kube::PatchType::kJson,
                                  a.body, {.field_manager = "caphv"});
+  if (!patched.ok() && workload::IsNodeChanged(patched.status())) {
+    // Not an error: the Node's taints changed since they were read; the
+    // next plan decides on the Node as it now is.
+    return Status(kube::StatusCode::kConflict,
+                  "Node " + a.name + " changed since it was read: " + patched.status().message());
+  }
   const bool conflict = !patched.ok() && patched.status().IsConflict();
   if (!conflict) metrics::NodeInitTotal().Increment();
   if (!patched.ok()) {

@@ -2,7 +2,7 @@
 //
 // The HarvesterMachine planner's node initialisation, case by case: once the
 // VM runs, the workload Node of the machine's name gets spec.providerID and
-// loses the uninitialized taint in one guarded write, unless the cloud
+// loses the uninitialized taint in one write guarded by what it changes, unless the cloud
 // provider did it, the Node is someone else's, or the machine is paused or
 // being deleted.
 
@@ -84,10 +84,12 @@ TEST(MachinePlanNodeTest, NoProviderIdAndTheTaintAreFixedInOneGuardedWrite) {
   EXPECT_EQ(p.action->kind, ActionKind::kInitializeNode);
   EXPECT_EQ(p.action->name, "m-0");
   EXPECT_EQ(p.action->value, kOurId);
-  const Object want = {
-      {"metadata", {{"resourceVersion", "42"}}},
-      {"spec", {{"providerID", kOurId}, {"taints", Object::array({kControlPlane})}}}};
-  EXPECT_EQ(p.action->body, want);  // every other taint kept as it was
+  // Guarded by what it changes only: the taint at its index, as read.
+  const Object want =
+      Object::array({{{"op", "add"}, {"path", "/spec/providerID"}, {"value", kOurId}},
+                     {{"op", "test"}, {"path", "/spec/taints/1"}, {"value", kUninitialized}},
+                     {{"op", "remove"}, {"path", "/spec/taints/1"}}});
+  EXPECT_EQ(p.action->body, want);  // every other taint untouched
 }
 
 TEST(MachinePlanNodeTest, OurProviderIdWithTheTaintOnlyLiftsTheTaint) {
@@ -96,8 +98,9 @@ TEST(MachinePlanNodeTest, OurProviderIdWithTheTaintOnlyLiftsTheTaint) {
   auto p = PlanMachine(o);
   ASSERT_TRUE(p.action);
   EXPECT_EQ(p.action->kind, ActionKind::kInitializeNode);
-  const Object want = {{"metadata", {{"resourceVersion", "42"}}},
-                       {"spec", {{"taints", nullptr}}}};  // the last taint: the field goes
+  const Object want =
+      Object::array({{{"op", "test"}, {"path", "/spec/taints/0"}, {"value", kUninitialized}},
+                     {{"op", "remove"}, {"path", "/spec/taints/0"}}});
   EXPECT_EQ(p.action->body, want);
 }
 
@@ -106,9 +109,53 @@ TEST(MachinePlanNodeTest, OnlyAMissingProviderIdIsSet) {
   o.node = Node("", Object::array({kControlPlane}));
   auto p = PlanMachine(o);
   ASSERT_TRUE(p.action);
-  const Object want = {{"metadata", {{"resourceVersion", "42"}}},
-                       {"spec", {{"providerID", kOurId}}}};
+  const Object want =
+      Object::array({{{"op", "add"}, {"path", "/spec/providerID"}, {"value", kOurId}}});
   EXPECT_EQ(p.action->body, want);  // taints not written at all
+}
+
+TEST(MachinePlanNodeTest, EveryUninitializedTaintGoesFromTheLastIndexDown) {
+  auto o = Running();
+  const Object again = {{"key", "node.cloudprovider.kubernetes.io/uninitialized"},
+                        {"effect", "NoExecute"}};
+  o.node = Node(kOurId, Object::array({kUninitialized, kControlPlane, again}));
+  auto p = PlanMachine(o);
+  ASSERT_TRUE(p.action);
+  const Object want =
+      Object::array({{{"op", "test"}, {"path", "/spec/taints/2"}, {"value", again}},
+                     {{"op", "remove"}, {"path", "/spec/taints/2"}},
+                     {{"op", "test"}, {"path", "/spec/taints/0"}, {"value", kUninitialized}},
+                     {{"op", "remove"}, {"path", "/spec/taints/0"}}});
+  EXPECT_EQ(p.action->body, want);
+}
+
+// The apiserver's answers, as a kube-apiserver v1.33 gives them.
+TEST(MachinePlanNodeTest, ANodeChangedSinceItWasReadIsDecidedAgainNotAnError) {
+  using kube::Status;
+  // A failed `test` (the taint list changed).
+  EXPECT_TRUE(workload::IsNodeChanged(Status::FromHttp(
+      422,
+      R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"the server )"
+      R"(rejected our request due to an error in our request","reason":"Invalid","details":{},)"
+      R"("code":422})")));
+  // A providerID set by someone else meanwhile.
+  EXPECT_TRUE(workload::IsNodeChanged(Status::FromHttp(
+      422,
+      R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Node )"
+      R"(\"m-0\" is invalid: spec.providerID: Forbidden: node updates may not change providerID )"
+      R"(except from \"\" to valid","reason":"Invalid","details":{"name":"m-0","kind":"Node",)"
+      R"("causes":[{"reason":"FieldValueForbidden","message":"Forbidden: node updates may not )"
+      R"(change providerID except from \"\" to valid","field":"spec.providerID"}]},"code":422})")));
+  // Anything else is an error.
+  EXPECT_FALSE(workload::IsNodeChanged(Status::FromHttp(
+      422,
+      R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Node )"
+      R"(\"m-0\" is invalid: spec.taints[0].effect: Unsupported value","reason":"Invalid",)"
+      R"("details":{"causes":[{"reason":"FieldValueNotSupported","field":"spec.taints[0].effect"}]},)"
+      R"("code":422})")));
+  EXPECT_FALSE(workload::IsNodeChanged(Status::FromHttp(503, "")));
+  EXPECT_FALSE(workload::IsNodeChanged(Status::FromHttp(
+      403, R"({"kind":"Status","status":"Failure","reason":"Forbidden","code":403})")));
 }
 
 TEST(MachinePlanNodeTest, AfterTheWriteTheNodeIsInitializedAndNeverLookedAtAgain) {
