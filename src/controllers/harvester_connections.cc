@@ -30,41 +30,20 @@ HarvesterConnections::HarvesterConnections(std::shared_ptr<kube::Client> mgmt,
                                            std::shared_ptr<kube::Informer> secrets,
                                            ConnectionCallbacks callbacks, kube::Clock* clock)
     : mgmt_(std::move(mgmt)),
-      secrets_(std::move(secrets)),
       callbacks_(std::move(callbacks)),
-      pool_([this](const kube::BuildContext<Connection>& ctx) { return Build(ctx); },
-            Options(clock)) {
-  // A change of an identity Secret in use starts the new attempt at once
-  // (its waiters are woken when it ends), without waiting for a reconcile.
-  auto refresh = [this](const kube::Object& secret, bool deleted) {
-    const std::string key = kube::KeyOf(secret);
-    if (!pool_.Contains(key)) return;
-    pool_.Get(key, deleted ? std::string() : kube::ResourceVersionOf(secret));
-  };
-  kube::EventHandler h;
-  h.on_add = [refresh](const kube::ObjectPtr& o, bool) { refresh(*o, false); };
-  h.on_update = [refresh](const kube::ObjectPtr&, const kube::ObjectPtr& o) { refresh(*o, false); };
-  h.on_delete = [refresh](const kube::DeletedObject& d) {
-    if (d.object) refresh(*d.object, true);
-  };
-  handler_ = secrets_->AddEventHandler(std::move(h));
-}
+      // A change of an identity Secret in use starts the new attempt at once
+      // (its waiters are woken when it ends), without waiting for a reconcile.
+      pool_(
+          std::move(secrets), [](const kube::Object& secret) { return kube::KeyOf(secret); },
+          [this](const kube::BuildContext<Connection>& ctx) { return Build(ctx); },
+          Options(clock)) {}
 
 HarvesterConnections::~HarvesterConnections() { Stop(); }
 
-void HarvesterConnections::Stop() {
-  if (const auto id = handler_.exchange(0); id != 0) secrets_->RemoveEventHandler(id);
-  pool_.Stop();
-}
-
-std::string HarvesterConnections::VersionOf(const std::string& ns, const std::string& name) const {
-  auto meta = secrets_->store().Get(ns, name);
-  return meta ? kube::ResourceVersionOf(*meta) : std::string();
-}
+void HarvesterConnections::Stop() { pool_.Stop(); }
 
 ConnectionLookup HarvesterConnections::Get(const std::string& ns, const std::string& name,
                                            const Waiter& waiter) {
-  const std::string key = ns + "/" + name;
   kube::PoolWaiter w;
   w.id = WaiterId(waiter);
   w.notify = [callbacks = &callbacks_, waiter] {
@@ -72,14 +51,7 @@ ConnectionLookup HarvesterConnections::Get(const std::string& ns, const std::str
         waiter.kind == Waiter::Kind::kCluster ? callbacks->cluster_event : callbacks->machine_event;
     if (f) f(waiter.request);
   };
-  auto l = pool_.Get(key, VersionOf(ns, name), w);
-  ConnectionLookup out;
-  out.connection = std::move(l.value);
-  if (out.connection) return out;
-  out.reason = std::move(l.reason);
-  out.message = std::move(l.message);
-  out.retry_after = std::chrono::ceil<std::chrono::milliseconds>(l.retry_after);
-  return out;
+  return pool_.Get(ns + "/" + name, ns, name, w);
 }
 
 void HarvesterConnections::Sweep(const std::function<bool(const std::string&)>& in_use) {
@@ -142,13 +114,13 @@ kube::BuildResult<Connection> HarvesterConnections::Build(
 
 ConnectionView ViewOfConnection(const ConnectionLookup& l) {
   ConnectionView v;
-  v.ready = l.connection != nullptr;
+  v.ready = l.value != nullptr;
   v.reason = l.reason;
   v.message = l.message;
   v.retry_after = l.retry_after;
-  if (l.connection) {
-    v.server = l.connection->server();
-    v.identity_expiry = l.connection->identity_expiry();
+  if (l.value) {
+    v.server = l.value->server();
+    v.identity_expiry = l.value->identity_expiry();
   }
   return v;
 }

@@ -2,7 +2,8 @@
 //
 // HarvesterConnections: the Harvester connections of the reconcilers, one per
 // identity Secret ("<namespace>/<name>"), built in the background on a
-// kube::ConnectionPool so that a reconcile never waits on a Harvester.
+// kube::SecretPool (as the workload clusters are, workload/workload_cluster.h)
+// so that a reconcile never waits on a Harvester.
 //
 // Get(ns, name, waiter) answers at once:
 //   - the Connection, when it is ready for the Secret's current
@@ -51,9 +52,9 @@
 #include "controllers/harvester_connection.h"
 #include "controllers/reconcile.h"
 #include "kube/clock.h"
-#include "kube/connection_pool.h"
 #include "kube/controller.h"
 #include "kube/informer.h"
+#include "kube/secret_pool.h"
 
 namespace caphv::controllers {
 
@@ -62,12 +63,9 @@ struct Waiter {
   kube::Request request;
 };
 
-struct ConnectionLookup {
-  std::shared_ptr<Connection> connection;  // non-null iff ready
-  std::string reason;                      // when null: see the banner
-  std::string message;
-  std::chrono::milliseconds retry_after{0};  // failed: until the next attempt; 0 while connecting
-};
+// `value`: the Connection, non-null iff ready; else the reason (see the
+// banner), the message and the time until the next attempt.
+using ConnectionLookup = kube::PoolAnswer<Connection>;
 
 // A connection lookup as a planner sees it.
 ConnectionView ViewOfConnection(const ConnectionLookup& lookup);
@@ -91,13 +89,10 @@ class HarvesterConnections {
 
  private:
   kube::BuildResult<Connection> Build(const kube::BuildContext<Connection>& ctx);
-  std::string VersionOf(const std::string& ns, const std::string& name) const;
 
   std::shared_ptr<kube::Client> mgmt_;
-  std::shared_ptr<kube::Informer> secrets_;
   ConnectionCallbacks callbacks_;
-  kube::ConnectionPool<Connection> pool_;
-  std::atomic<kube::Informer::HandlerId> handler_{0};
+  kube::SecretPool<Connection> pool_;  // last: its builder and handler use the above
 };
 
 }  // namespace caphv::controllers

@@ -97,23 +97,24 @@ WorkloadClusters::WorkloadClusters(std::shared_ptr<kube::Client> mgmt,
                                    std::shared_ptr<kube::Informer> secrets,
                                    WorkloadCallbacks callbacks, kube::Clock* clock)
     : mgmt_(std::move(mgmt)),
-      secrets_(std::move(secrets)),
       callbacks_(std::move(callbacks)),
-      pool_([this](const kube::BuildContext<WorkloadCluster>& ctx) { return Build(ctx); },
-            Options(clock)) {
-  kube::EventHandler h;
-  h.on_add = [this](const kube::ObjectPtr& o, bool) { OnSecret(*o, false); };
-  h.on_update = [this](const kube::ObjectPtr&, const kube::ObjectPtr& o) { OnSecret(*o, false); };
-  h.on_delete = [this](const kube::DeletedObject& d) {
-    if (d.object) OnSecret(*d.object, true);
-  };
-  handler_ = secrets_->AddEventHandler(std::move(h));
-}
+      pool_(
+          std::move(secrets),
+          [](const kube::Object& secret) {
+            const std::string name = kube::NameOf(secret);
+            if (name.size() <= kKubeconfigSuffix.size() || !name.ends_with(kKubeconfigSuffix)) {
+              return std::string();
+            }
+            return kube::NamespaceOf(secret) + "/" +
+                   name.substr(0, name.size() - kKubeconfigSuffix.size());
+          },
+          [this](const kube::BuildContext<WorkloadCluster>& ctx) { return Build(ctx); },
+          Options(clock),
+          [this](const std::string& key, bool deleted) { OnSecret(key, deleted); }) {}
 
 WorkloadClusters::~WorkloadClusters() { Stop(); }
 
 void WorkloadClusters::Stop() {
-  if (const auto id = handler_.exchange(0); id != 0) secrets_->RemoveEventHandler(id);
   {
     std::lock_guard lock(mu_);
     stopped_ = true;
@@ -122,15 +123,12 @@ void WorkloadClusters::Stop() {
   pool_.Stop();
 }
 
-void WorkloadClusters::OnSecret(const kube::Object& secret, bool deleted) {
-  const std::string name = kube::NameOf(secret);
-  if (name.size() <= kKubeconfigSuffix.size() || !name.ends_with(kKubeconfigSuffix)) return;
-  const std::string key =
-      kube::NamespaceOf(secret) + "/" + name.substr(0, name.size() - kKubeconfigSuffix.size());
+void WorkloadClusters::OnSecret(const std::string& cluster_key, bool deleted) {
+  if (deleted) return;
   std::set<std::string> wake;
-  if (!deleted) {
+  {
     std::lock_guard lock(mu_);
-    if (auto it = no_secret_.find(key); it != no_secret_.end()) {
+    if (auto it = no_secret_.find(cluster_key); it != no_secret_.end()) {
       wake.swap(it->second);
       no_secret_.erase(it);
     }
@@ -138,16 +136,12 @@ void WorkloadClusters::OnSecret(const kube::Object& secret, bool deleted) {
   if (callbacks_.wake) {
     for (const auto& w : wake) callbacks_.wake(kube::Request::FromKey(w));
   }
-  // A change of a Secret in use starts the new build at once.
-  if (pool_.Contains(key))
-    pool_.Get(key, deleted ? std::string() : kube::ResourceVersionOf(secret));
 }
 
 WorkloadLookup WorkloadClusters::Get(const std::string& ns, const std::string& cluster,
                                      const kube::Request& waiter) {
   const std::string key = ns + "/" + cluster;
   const std::string secret_name = cluster + std::string(kKubeconfigSuffix);
-  kube::ObjectPtr meta;
   {
     // Under mu_ so that OnSecret (which runs after the store is updated)
     // cannot slip between this read and the registration below.
@@ -156,8 +150,7 @@ WorkloadLookup WorkloadClusters::Get(const std::string& ns, const std::string& c
       return {nullptr, std::string(kube::kPoolReasonStopped),
               "the workload cluster cache is stopped", std::chrono::milliseconds(0)};
     }
-    meta = secrets_->store().Get(ns, secret_name);
-    if (!meta && !pool_.Contains(key)) {
+    if (!pool_.SecretKnown(ns, secret_name) && !pool_.Contains(key)) {
       no_secret_[key].insert(waiter.Key());
       return {nullptr, "KubeconfigSecretUnavailable",
               "the Secret " + ns + "/" + secret_name + " does not exist yet",
@@ -169,14 +162,7 @@ WorkloadLookup WorkloadClusters::Get(const std::string& ns, const std::string& c
   w.notify = [wake = callbacks_.wake, waiter] {
     if (wake) wake(waiter);
   };
-  auto l = pool_.Get(key, meta ? kube::ResourceVersionOf(*meta) : std::string(), w);
-  WorkloadLookup out;
-  out.cluster = std::move(l.value);
-  if (out.cluster) return out;
-  out.reason = std::move(l.reason);
-  out.message = std::move(l.message);
-  out.retry_after = std::chrono::ceil<std::chrono::milliseconds>(l.retry_after);
-  return out;
+  return pool_.Get(key, ns, secret_name, w);
 }
 
 void WorkloadClusters::Sweep(const std::function<bool(const std::string&)>& in_use) {

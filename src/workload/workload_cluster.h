@@ -11,7 +11,8 @@
 // initial list, update and delete) calls `on_node(node name)`.
 //
 // WorkloadClusters: one WorkloadCluster per CAPI Cluster ("<ns>/<cluster>"),
-// built in the background on a kube::ConnectionPool from the management
+// built in the background on a kube::SecretPool (as the Harvester
+// connections are, controllers/harvester_connections.h) from the management
 // Secret `<cluster>-kubeconfig` (key `value`), versioned by that Secret's
 // resourceVersion in the metadata-only Secret informer. Get() never blocks:
 //   - the WorkloadCluster once built (its client exists and its Node
@@ -50,9 +51,9 @@
 
 #include "kube/client.h"
 #include "kube/clock.h"
-#include "kube/connection_pool.h"
 #include "kube/controller.h"
 #include "kube/informer.h"
+#include "kube/secret_pool.h"
 #include "kube/status.h"
 
 namespace caphv::workload {
@@ -106,12 +107,9 @@ struct WorkloadCallbacks {
   std::function<void(const kube::Request& waiter)> wake;
 };
 
-struct WorkloadLookup {
-  std::shared_ptr<WorkloadCluster> cluster;  // non-null iff built
-  std::string reason;                        // when null: see the banner
-  std::string message;
-  std::chrono::milliseconds retry_after{0};
-};
+// `value`: the WorkloadCluster, non-null iff built; else the reason (see the
+// banner), the message and when to come back.
+using WorkloadLookup = kube::PoolAnswer<WorkloadCluster>;
 
 class WorkloadClusters {
  public:
@@ -134,16 +132,16 @@ class WorkloadClusters {
 
  private:
   kube::BuildResult<WorkloadCluster> Build(const kube::BuildContext<WorkloadCluster>& ctx);
-  void OnSecret(const kube::Object& secret, bool deleted);
+  // A `<cluster>-kubeconfig` Secret appeared, changed or went: wakes who
+  // waited for it to exist.
+  void OnSecret(const std::string& cluster_key, bool deleted);
 
   std::shared_ptr<kube::Client> mgmt_;
-  std::shared_ptr<kube::Informer> secrets_;
   WorkloadCallbacks callbacks_;
   std::mutex mu_;
   bool stopped_ = false;                                    // guarded by mu_
   std::map<std::string, std::set<std::string>> no_secret_;  // cluster key -> waiters; mu_
-  kube::ConnectionPool<WorkloadCluster> pool_;
-  std::atomic<kube::Informer::HandlerId> handler_{0};
+  kube::SecretPool<WorkloadCluster> pool_;  // last: its builder and handler use the above
 };
 
 }  // namespace caphv::workload

@@ -67,8 +67,8 @@ void HarvesterClusterReconciler::ObserveHarvester(ClusterScope& r, ClusterObserv
                             Waiter{Waiter::Kind::kCluster, r.req});
   o.harvester = ViewOfConnection(lookup);
   o.now = std::chrono::system_clock::now();
-  if (!lookup.connection) return;
-  r.conn = lookup.connection;
+  if (!lookup.value) return;
+  r.conn = lookup.value;
   const Connection& conn = *r.conn;
   const std::string& ns = hc.spec.target_namespace;
   const harvester::ClusterIdentity identity = ClusterIdentityOf(o);

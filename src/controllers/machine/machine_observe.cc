@@ -157,8 +157,8 @@ void HarvesterMachineReconciler::ObserveHarvester(MachineScope& r, MachineObserv
       ctx_.connections->Get(hc.spec.identity_secret.namespace_, hc.spec.identity_secret.name,
                             Waiter{Waiter::Kind::kMachine, r.req});
   o.harvester = ViewOfConnection(lookup);
-  if (!lookup.connection) return;
-  r.conn = lookup.connection;
+  if (!lookup.value) return;
+  r.conn = lookup.value;
   const Connection& conn = *r.conn;
   const std::string& ns = hc.spec.target_namespace;
   const std::string& name = o.hm.metadata.name;
@@ -205,20 +205,20 @@ void HarvesterMachineReconciler::ObserveWorkload(MachineScope& r, MachineObserva
     if (!nudge && api::IsConditionTrue(o.hm.status.conditions, kNodeInitialized)) return;
   }
   workload::WorkloadLookup lookup = ctx_.workloads->Get(r.req.ns, o.cluster_name, r.req);
-  o.workload.ready = lookup.cluster != nullptr;
+  o.workload.ready = lookup.value != nullptr;
   o.workload.reason = lookup.reason;
   o.workload.message = lookup.message;
   o.workload.retry_after = lookup.retry_after;
-  if (!lookup.cluster) return;
-  r.workload = lookup.cluster;
-  if (auto node = lookup.cluster->nodes().Get("", o.hm.metadata.name)) {
+  if (!lookup.value) return;
+  r.workload = lookup.value;
+  if (auto node = lookup.value->nodes().Get("", o.hm.metadata.name)) {
     o.node = workload::ViewOfNode(*node);
     if (o.control_plane) o.etcd_node = workload::ViewOfEtcdNode(*node);
   }
   if (!o.etcd_node) return;
   // The members of the cluster's other machines (their Nodes are named
   // after them; the workload cluster may hold other Nodes).
-  for (const auto& node : lookup.cluster->nodes().List()) {
+  for (const auto& node : lookup.value->nodes().List()) {
     const workload::EtcdNodeView v = workload::ViewOfEtcdNode(*node);
     if (v.name == o.hm.metadata.name || !workload::HoldsEtcdMember(v)) continue;
     auto other = ctx_.harvester_machines->store().Get(r.req.ns, v.name);

@@ -132,7 +132,7 @@ class HarvesterConnectionsTest : public ::testing::Test {
     std::shared_ptr<Connection> conn;
     EXPECT_TRUE(Eventually(
         [&] {
-          conn = TimedGet(identity, w).connection;
+          conn = TimedGet(identity, w).value;
           return conn != nullptr;
         },
         seconds(60), std::chrono::milliseconds(100)))
@@ -161,7 +161,7 @@ class HarvesterConnectionsTest : public ::testing::Test {
 TEST_F(HarvesterConnectionsTest, ConnectsInTheBackgroundAndWakesTheWaiter) {
   PutIdentity("hv-identity", harvester_kubeconfig_);
   auto first = TimedGet("hv-identity", ClusterWaiter("c1"));
-  if (!first.connection) {
+  if (!first.value) {
     EXPECT_EQ(first.reason, "Connecting");
     EXPECT_NE(first.message.find(ns() + "/hv-identity"), std::string::npos) << first.message;
     EXPECT_EQ(first.retry_after, std::chrono::milliseconds(0));
@@ -173,7 +173,7 @@ TEST_F(HarvesterConnectionsTest, ConnectsInTheBackgroundAndWakesTheWaiter) {
   EXPECT_EQ(conn->client().config().connect_timeout, kHarvesterConnectTimeout);
   EXPECT_EQ(conn->client().config().request_timeout, kHarvesterRequestTimeout);
   // Served from the cache from now on.
-  EXPECT_EQ(TimedGet("hv-identity", ClusterWaiter("c1")).connection, conn);
+  EXPECT_EQ(TimedGet("hv-identity", ClusterWaiter("c1")).value, conn);
 }
 
 TEST_F(HarvesterConnectionsTest, SilentHarvesterFailsWithoutStallingOthersAndRecoversWhenFixed) {
@@ -183,7 +183,7 @@ TEST_F(HarvesterConnectionsTest, SilentHarvesterFailsWithoutStallingOthersAndRec
   PutIdentity("hv-identity", harvester_kubeconfig_);
 
   auto a = TimedGet("hv-silent", ClusterWaiter("a"));
-  EXPECT_EQ(a.connection, nullptr);
+  EXPECT_EQ(a.value, nullptr);
   EXPECT_TRUE(Eventually([&] { return silent.connections() > 0; }, seconds(10)));
   // While A's attempt hangs, B connects.
   auto b = WaitReady("hv-identity", ClusterWaiter("b"));
@@ -200,7 +200,7 @@ TEST_F(HarvesterConnectionsTest, SilentHarvesterFailsWithoutStallingOthersAndRec
       },
       seconds(60), std::chrono::milliseconds(100)))
       << failed.reason << ": " << failed.message;
-  EXPECT_EQ(failed.connection, nullptr);
+  EXPECT_EQ(failed.value, nullptr);
   EXPECT_NE(failed.message.find(silent.url()), std::string::npos) << failed.message;
   EXPECT_NE(failed.message.find(ns() + "/hv-silent"), std::string::npos) << failed.message;
   // Within the pool's backoff (2 s doubling to 2 min; the schedule itself is
@@ -343,7 +343,7 @@ TEST_F(HarvesterConnectionsTest, DeletedIdentityKeepsTheConnectionAndSweepCloses
   // stays (served while it runs, kept afterwards).
   for (int i = 0; i < 20; ++i) {
     auto l = TimedGet("hv-identity", ClusterWaiter("c"));
-    ASSERT_EQ(l.connection, conn) << l.reason << ": " << l.message;
+    ASSERT_EQ(l.value, conn) << l.reason << ": " << l.message;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
 
@@ -352,7 +352,7 @@ TEST_F(HarvesterConnectionsTest, DeletedIdentityKeepsTheConnectionAndSweepCloses
   connections_->Sweep([](const std::string&) { return false; });
   EXPECT_TRUE(Eventually([&] { return weak.expired(); }, seconds(30)));
   auto after = TimedGet("hv-identity", ClusterWaiter("c"));
-  EXPECT_EQ(after.connection, nullptr);  // built afresh, and the Secret is gone
+  EXPECT_EQ(after.value, nullptr);  // built afresh, and the Secret is gone
 }
 
 }  // namespace

@@ -119,7 +119,7 @@ class WorkloadClustersTest : public ::testing::Test {
     std::shared_ptr<WorkloadCluster> wc;
     EXPECT_TRUE(Eventually(
         [&] {
-          wc = TimedGet(waiter).cluster;
+          wc = TimedGet(waiter).value;
           return wc != nullptr;
         },
         seconds(60)));
@@ -159,7 +159,7 @@ class WorkloadClustersTest : public ::testing::Test {
 TEST_F(WorkloadClustersTest, WaitsForTheSecretThenWatchesNodes) {
   const kube::Request m1{ns(), "m1"};
   auto none = TimedGet(m1);
-  EXPECT_EQ(none.cluster, nullptr);
+  EXPECT_EQ(none.value, nullptr);
   EXPECT_EQ(none.reason, "KubeconfigSecretUnavailable");
   EXPECT_NE(none.message.find(ns() + "/" + cluster_ + "-kubeconfig"), std::string::npos)
       << none.message;
@@ -212,7 +212,7 @@ TEST_F(WorkloadClustersTest, OnlyNewKubeconfigBytesRebuild) {
       },
       seconds(30)));
   for (int i = 0; i < 10; ++i) {
-    EXPECT_EQ(TimedGet(m1).cluster, wc);
+    EXPECT_EQ(TimedGet(m1).value, wc);
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
 
@@ -221,7 +221,7 @@ TEST_F(WorkloadClustersTest, OnlyNewKubeconfigBytesRebuild) {
   std::shared_ptr<WorkloadCluster> rebuilt;
   EXPECT_TRUE(Eventually(
       [&] {
-        rebuilt = TimedGet(m1).cluster;
+        rebuilt = TimedGet(m1).value;
         return rebuilt && rebuilt != wc;
       },
       seconds(30)));
@@ -236,7 +236,7 @@ TEST_F(WorkloadClustersTest, OnlyNewKubeconfigBytesRebuild) {
       },
       seconds(30)))
       << l.reason << ": " << l.message;
-  EXPECT_EQ(l.cluster, nullptr);
+  EXPECT_EQ(l.value, nullptr);
   EXPECT_NE(l.message.find(cluster_ + "-kubeconfig"), std::string::npos) << l.message;
 }
 

@@ -112,7 +112,7 @@ TEST(WorkloadClustersTest, MissingSecretBuildsNothingAndWakesTheWaiterWhenItAppe
   WorkloadClusters clusters(nullptr, secrets, cb);
 
   auto l = clusters.Get("ns", "c1", {"ns", "m1"});
-  EXPECT_EQ(l.cluster, nullptr);
+  EXPECT_EQ(l.value, nullptr);
   EXPECT_EQ(l.reason, "KubeconfigSecretUnavailable");
   EXPECT_NE(l.message.find("ns/c1-kubeconfig"), std::string::npos) << l.message;
   EXPECT_EQ(l.retry_after, std::chrono::milliseconds(0));
@@ -135,7 +135,7 @@ TEST(WorkloadClustersTest, MissingSecretBuildsNothingAndWakesTheWaiterWhenItAppe
   clusters.Stop();
   auto stopped = clusters.Get("ns", "c1", {"ns", "m1"});
   EXPECT_EQ(stopped.reason, "Stopped");
-  EXPECT_EQ(stopped.cluster, nullptr);
+  EXPECT_EQ(stopped.value, nullptr);
 }
 
 }  // namespace
