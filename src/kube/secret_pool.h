@@ -54,8 +54,8 @@ class SecretPool {
   using KeyOf = std::function<std::string(const Object& secret)>;
   using OnSecret = std::function<void(const std::string& key, bool deleted)>;
 
-  SecretPool(std::shared_ptr<Informer> secrets, KeyOf key_of, Builder builder,
-             PoolOptions options, OnSecret on_secret = {})
+  SecretPool(std::shared_ptr<Informer> secrets, KeyOf key_of, Builder builder, PoolOptions options,
+             OnSecret on_secret = {})
       : secrets_(std::move(secrets)), pool_(std::move(builder), std::move(options)) {
     auto changed = [this, key_of = std::move(key_of), on_secret = std::move(on_secret)](
                        const Object& secret, bool deleted) {
