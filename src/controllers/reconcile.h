@@ -90,11 +90,17 @@ inline constexpr std::string_view kInfrastructureReady = "InfrastructureReady";
 // False and the reason (an empty condition: none; the action is only
 // retried). Each reconciler returns its rows from one switch without a
 // default (RowOf), so an action added without its row does not compile
-// (-Werror=switch).
+// (-Werror=switch). How a failure is marked is the row's alone: no action is
+// special-cased beside its row.
 struct ActionRow {
   std::string_view name;
   std::string_view failure_condition;
   std::string_view failure_reason;
+  // Whether the failure's transition is also a Warning Event.
+  bool failure_warns = true;
+  // What the action does, for the condition's message: "cannot <this>
+  // <action's object name>: <error>" ("": the error alone).
+  std::string_view failure_what;
 };
 
 // Conditions being planned, compared with those last reported.

@@ -190,7 +190,8 @@ Status HarvesterClusterReconciler::ExecuteHarvester(ClusterScope& r, const Clust
       CAPHV_RETURN_IF_ERROR(r.conn->EnsureNamespace(ns));
       o.namespace_ready = true;
       return Status::Ok();
-    case ClusterActionKind::kApplyPool: {
+    case ClusterActionKind::kApplyPool:
+    case ClusterActionKind::kApplyLoadBalancerPool: {
       auto applied = client.Apply(harvester::kIPPools, "", a.body);
       if (!applied.ok()) return applied.status();
       o.pools[a.name] = ViewOfPool(*applied, o);

@@ -218,7 +218,9 @@ class Planner {
                               "adopted IPPool " + p.name + " (" + p.what +
                                   "), made for this HarvesterCluster without a cluster id"};
         }
-        Act(ClusterActionKind::kApplyPool, p.name, std::move(pool).value(), std::move(adopted));
+        Act(p.load_balancer ? ClusterActionKind::kApplyLoadBalancerPool
+                            : ClusterActionKind::kApplyPool,
+            p.name, std::move(pool).value(), std::move(adopted));
         return false;
       }
     }

@@ -177,7 +177,8 @@ enum class ClusterActionKind {
   kAddFinalizer,  // body: more of the patch (the identity annotation), may be empty
   kEnsureNamespace,
   kRecordConnection,          // body: the status to apply (HarvesterConnectionReady True)
-  kApplyPool,                 // name; body: the IPPool
+  kApplyPool,                 // name; body: a VM IPPool
+  kApplyLoadBalancerPool,     // name; body: the load balancer's inline IPPool
   kApplyLoadBalancer,         // name; body: the LoadBalancer
   kSetControlPlaneEndpoint,   // body: the HarvesterCluster merge patch
   kApplyCloudProviderObject,  // object, name; body: the object

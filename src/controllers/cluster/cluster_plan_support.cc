@@ -96,11 +96,16 @@ ActionRow RowOf(ClusterActionKind kind) {
     case ClusterActionKind::kAddFinalizer:
       return {"AddFinalizer", "", ""};
     case ClusterActionKind::kEnsureNamespace:
-      return {"EnsureNamespace", kTargetNamespaceReady, "TargetNamespaceNotReady"};
+      return {"EnsureNamespace", kTargetNamespaceReady, "TargetNamespaceNotReady", true,
+              "create the Harvester namespace"};
     case ClusterActionKind::kRecordConnection:
       return {"RecordConnection", "", ""};
     case ClusterActionKind::kApplyPool:
       return {"ApplyPool", kVmIpPoolReady, "VMIPPoolCreationFailed"};
+    case ClusterActionKind::kApplyLoadBalancerPool:
+      // The load balancer's inline pool reports on LoadBalancerReady, without
+      // a Warning Event.
+      return {"ApplyLoadBalancerPool", kLoadBalancerReady, "IPPoolCreationFailed", false};
     case ClusterActionKind::kApplyLoadBalancer:
       return {"ApplyLoadBalancer", kLoadBalancerReady, "LoadBalancerCreationFailed"};
     case ClusterActionKind::kSetControlPlaneEndpoint:
@@ -221,23 +226,13 @@ void MarkActionFailed(const ClusterObservation& obs, const ClusterAction& action
                       const kube::Status& error, ClusterPlan& plan) {
   const ActionRow row = RowOf(action.kind);
   if (row.failure_condition.empty() || error.IsConflict()) return;
-  std::string_view type = row.failure_condition;
-  std::string_view reason = row.failure_reason;
   std::string message = error.message();
-  bool warn = true;
-  if (action.kind == ClusterActionKind::kEnsureNamespace) {
-    message = "cannot create the Harvester namespace " + action.name + ": " + message;
-  } else if (action.kind == ClusterActionKind::kApplyPool &&
-             action.name == LbInlinePoolName(obs.hc)) {
-    // The load balancer's inline pool reports on LoadBalancerReady, without
-    // a Warning Event.
-    type = kLoadBalancerReady;
-    reason = "IPPoolCreationFailed";
-    warn = false;
+  if (!row.failure_what.empty()) {
+    message = "cannot " + std::string(row.failure_what) + " " + action.name + ": " + message;
   }
   Conditions c(obs.hc.status.conditions, obs.hc.metadata.generation);
   c.mutable_current() = plan.status.conditions;
-  c.Mark(type, false, reason, std::move(message), warn);
+  c.Mark(row.failure_condition, false, row.failure_reason, std::move(message), row.failure_warns);
   if (!obs.paused) {
     SummarizeReady(c, plan.status.ready.value_or(false), obs.deleting, kClusterReadyOrder);
   }

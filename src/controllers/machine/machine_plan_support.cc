@@ -62,7 +62,7 @@ void MarkActionFailed(const MachineObservation& obs, const MachineAction& action
   Conditions c(obs.hm.status.conditions, obs.hm.metadata.generation);
   c.mutable_current() = plan.status.conditions;
   c.Mark(row.failure_condition, false, row.failure_reason,
-         std::string(row.name) + " " + action.name + ": " + error.message(), true);
+         std::string(row.name) + " " + action.name + ": " + error.message(), row.failure_warns);
   SummarizeReady(c, plan.status.ready.value_or(false), obs.deleting, kMachineReadyOrder);
   plan.status.conditions = c.current();
   plan.events = c.warnings();

@@ -122,6 +122,7 @@ ClusterPlan Drive(World& w, int max_writes = 100) {
         break;
       }
       case K::kApplyPool:
+      case K::kApplyLoadBalancerPool:
         w.pools[a.name] = a.body;
         break;
       case K::kApplyLoadBalancer: {
@@ -186,8 +187,9 @@ ClusterPlan Drive(World& w, int max_writes = 100) {
 TEST(ClusterPlanTest, LifecycleSurvivesACrashAfterEveryWriteWithOneLoadBalancerAndOneEndpoint) {
   World w;
   ClusterPlan p = Drive(w);
-  EXPECT_EQ(w.writes, (std::vector<K>{K::kAddFinalizer, K::kEnsureNamespace, K::kRecordConnection,
-                                      K::kApplyPool, K::kApplyPool, K::kApplyLoadBalancer}));
+  EXPECT_EQ(w.writes,
+            (std::vector<K>{K::kAddFinalizer, K::kEnsureNamespace, K::kRecordConnection,
+                            K::kApplyLoadBalancerPool, K::kApplyPool, K::kApplyLoadBalancer}));
   EXPECT_EQ(Reason(p, kLoadBalancerReady), "WaitingForLoadBalancerAddress");
 
   w.writes.clear();
@@ -240,7 +242,7 @@ TEST(ClusterPlanTest, LifecycleSurvivesACrashAfterEveryWriteWithOneLoadBalancerA
 TEST(ClusterPlanTest, ACrashBeforeTheFirstReportStillKeepsTheFinalizerWhenTheIdentityBreaks) {
   World w;
   Drive(w, /*max_writes=*/4);  // died right after creating the first IPPool
-  ASSERT_EQ(w.writes.back(), K::kApplyPool);
+  ASSERT_EQ(w.writes.back(), K::kApplyLoadBalancerPool);
   ASSERT_TRUE(w.status.conditions.size() > 0);  // recorded before the first object
   w.connection_works = false;
   w.deleting = true;
@@ -307,15 +309,16 @@ TEST(ClusterPlanTest, AGoProviderClusterIsTakenOverWithoutASecondPoolOrLoadBalan
   o.has_finalizer = o.identity_recorded = o.namespace_ready = true;
   first = PlanCluster(o);
   ASSERT_TRUE(first.action);
-  EXPECT_EQ(first.action->kind, K::kApplyPool);
+  EXPECT_EQ(first.action->kind, K::kApplyLoadBalancerPool);
   EXPECT_EQ(first.action->name, "team-c1-ippool");
   EXPECT_EQ(ActionEvent(first), "IPPoolAdopted");
 
   Drive(w);
-  EXPECT_EQ(w.writes, (std::vector<K>{K::kAddFinalizer, K::kEnsureNamespace, K::kApplyPool,
-                                      K::kApplyPool, K::kApplyLoadBalancer,
-                                      K::kApplyCloudProviderObject, K::kApplyCloudProviderObject,
-                                      K::kApplyCloudProviderObject, K::kApplyCloudProviderObject}));
+  EXPECT_EQ(w.writes,
+            (std::vector<K>{K::kAddFinalizer, K::kEnsureNamespace, K::kApplyLoadBalancerPool,
+                            K::kApplyPool, K::kApplyLoadBalancer, K::kApplyCloudProviderObject,
+                            K::kApplyCloudProviderObject, K::kApplyCloudProviderObject,
+                            K::kApplyCloudProviderObject}));
   EXPECT_EQ(w.lb_creates, 0);
   EXPECT_EQ(w.pools.size(), 2u);
   for (const auto& [name, p] : w.pools) {

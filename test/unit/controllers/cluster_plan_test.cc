@@ -298,7 +298,7 @@ TEST(ClusterPlanTest, InlinePoolsAreAppliedLoadBalancerPoolFirst) {
   auto o = WithPools();
   auto p = PlanCluster(o);
   ASSERT_TRUE(p.action);
-  ASSERT_EQ(p.action->kind, K::kApplyPool);
+  ASSERT_EQ(p.action->kind, K::kApplyLoadBalancerPool);
   EXPECT_EQ(p.action->name, kLbPool);
   EXPECT_EQ(p.action->body["metadata"]["labels"][std::string(harvester::kLabelClusterId)],
             harvester::ClusterId(ClusterIdentityOf(o)));
@@ -505,6 +505,16 @@ TEST(ClusterPlanTest, FailedWritesToHarvesterAreReportedConflictsOnlyRetried) {
   MarkActionFailed(o, *p.action, kube::Status(kube::StatusCode::kForbidden, "denied"), p);
   EXPECT_EQ(api::FindCondition(p.status.conditions, kTargetNamespaceReady)->message,
             "cannot create the Harvester namespace guests: denied");
+
+  // The load balancer's inline pool reports on LoadBalancerReady, quietly.
+  auto pools = WithPools();
+  p = PlanCluster(pools);
+  ASSERT_TRUE(p.action);
+  ASSERT_EQ(p.action->kind, K::kApplyLoadBalancerPool);
+  MarkActionFailed(pools, *p.action, kube::Status(kube::StatusCode::kForbidden, "denied"), p);
+  EXPECT_EQ(Reason(p, kLoadBalancerReady), "IPPoolCreationFailed");
+  EXPECT_EQ(api::FindCondition(p.status.conditions, kVmIpPoolReady), nullptr);
+  EXPECT_FALSE(HasEvent(p, "IPPoolCreationFailed", true));
 }
 
 }  // namespace
