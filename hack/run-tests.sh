@@ -9,10 +9,10 @@
 # v1.14 (it skips it with a message under a Go older than 1.26; both trees then
 # run on 1.10). The regular tree's upgrade lane (label `upgrade`: the upgrade
 # scenarios on beds of their own, each moved from v1.10 to v1.14, see
-# test/CMakeLists.txt) runs after the ASan tree; the rest of the regular tree,
-# then the fuzz tree's targets (build-fuzz/, clang + libFuzzer, each for 30 s)
-# and the ThreadSanitizer tree's client-runtime tests (build-tsan/) beside
-# them. Each tree has its own test
+# test/CMakeLists.txt) runs after the ASan tree, then the fuzz tree's targets
+# (build-fuzz/, clang + libFuzzer, each for 30 s); the rest of the regular
+# tree, then the ThreadSanitizer tree's client-runtime tests (build-tsan/),
+# beside them. Each tree has its own test
 # bed, so by default both run at the same time: the end-to-end scenarios
 # spend most of their time waiting on controllers, not on the CPU. Output
 # lines carry the tree's name; each tree's full log is in
@@ -68,7 +68,7 @@ asan_tree() {
   CAPHV_CAPI=$CAPHV_CAPI_ASAN run_tree asan build-asan --timeout 2700 -j 1 -LE nosan
 }
 
-# The fuzz tree (clang, libFuzzer): built after the ASan tree's tests, then
+# The fuzz tree (clang, libFuzzer): built after the upgrade lane, then
 # every fuzz target for its bounded time (fuzz/CMakeLists.txt).
 fuzz_tree() {
   local t0=$SECONDS
@@ -98,20 +98,22 @@ if [ "${CAPHV_TESTS_SERIAL:-0}" = 1 ]; then
   asan_tree || rc_asan=$?
   run_tree upgrade build --timeout 2700 -j 1 -L upgrade || rc_asan=$?
 else
-  # Two branches of about equal length: the regular tree's bed, fuzz and
-  # TSan; the ASan tree, then the regular tree's upgrade lane (its own beds,
-  # test/CMakeLists.txt). Two beds at a time: more overload two cores.
+  # Two branches of about equal length (measured warm: the regular tree's
+  # tests about 1700 s; the ASan tree's about 1050 s, the upgrade lane's
+  # 520 s): the regular tree's bed, then TSan; the ASan tree, then the
+  # regular tree's upgrade lane (its own beds, test/CMakeLists.txt), then
+  # fuzz. Two beds at a time: more overload two cores.
   { rc=0; CAPHV_CAPI=$CAPHV_CAPI_REGULAR run_tree regular build --timeout 2700 -j 1 -LE upgrade ||
       rc=$?
-    fuzz_tree || rc=1; tsan_tree || rc=1; exit "$rc"; } &
+    tsan_tree || rc=1; exit "$rc"; } &
   regular=$!
   { rc=0; asan_tree || rc=$?; run_tree upgrade build --timeout 2700 -j 1 -L upgrade || rc=1
-    exit "$rc"; } &
+    fuzz_tree || rc=1; exit "$rc"; } &
   asan=$!
   wait "$regular" || rc_regular=$?
   wait "$asan" || rc_asan=$?
 fi
-echo "tests: regular+fuzz+tsan exit $rc_regular, asan+upgrade exit $rc_asan, $(($(date +%s) - start)) s" \
+echo "tests: regular+tsan exit $rc_regular, asan+upgrade+fuzz exit $rc_asan, $(($(date +%s) - start)) s" \
   "(logs: build/Testing/run-tests.log, build/Testing/run-tests-upgrade.log," \
   "build-asan/Testing/run-tests.log," \
   "build-fuzz/Testing/run-tests.log, build-tsan/Testing/run-tests.log)"
