@@ -3,6 +3,7 @@
 #include "controllers/reconcile.h"
 
 #include "api/conditions.h"
+#include "controllers/context.h"
 
 namespace caphv::controllers {
 
@@ -10,6 +11,10 @@ void EmitEvent(kube::EventRecorder* recorder, const kube::Object& object, const 
   if (recorder == nullptr) return;
   recorder->Event(object, e.warning ? kube::EventType::kWarning : kube::EventType::kNormal,
                   e.reason, e.message);
+}
+
+void ForgetEvents(Context& ctx, api::Kind kind, const kube::Request& req) {
+  if (ctx.recorder) ctx.recorder->ForgetObject(api::InfoOf(kind).name, req.ns, req.name);
 }
 
 void Conditions::Mark(std::string_view type, bool status, std::string_view reason,

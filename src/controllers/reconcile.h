@@ -3,6 +3,9 @@
 // The pieces both reconcilers share, so that each reconcile is
 // observe -> plan -> execute -> report with one set of rules:
 //
+//   * Head: every reconcile starts alike (ReconcileHead): the object read
+//     from the cache and decoded; a deleted one forgotten, an undecodable one
+//     not reconciled.
 //   * Conditions: a planner sets conditions on a copy of the status last
 //     reported (Conditions::Mark). A change of status or reason against that
 //     report is a transition; a transition with a reason the planner flags as
@@ -20,7 +23,8 @@
 //     kStatusHold, and a later state replaces it meanwhile; failures,
 //     readiness and deletion-critical fields are written at once.
 //
-// Thread safety: values and pure functions; StatusHold is thread-safe.
+// Thread safety: values and pure functions; StatusHold is thread-safe;
+// ReconcileHead is as thread-safe as the reconciler's `forget`.
 
 #pragma once
 
@@ -34,15 +38,19 @@
 #include <string_view>
 #include <vector>
 
+#include "api/codec.h"
 #include "api/common.h"
 #include "kube/clock.h"
 #include "kube/connection_pool.h"
 #include "kube/controller.h"
 #include "kube/credential_expiry.h"
 #include "kube/events.h"
+#include "kube/informer.h"
 #include "kube/log.h"
 
 namespace caphv::controllers {
+
+struct Context;
 
 // Plans executed per reconcile before it returns (every step makes progress;
 // the bound only guards against a planner bug).
@@ -79,6 +87,50 @@ kube::Result RunPlan(const kube::log::Logger& log, PlanFn&& plan, ExecuteFn&& ex
                   {{"action", std::string(ActionName(action.kind))}, {"name", action.name}});
     if (kube::Status st = execute(action, p); !st.ok()) return report(std::move(p), &action, st);
   }
+}
+
+// What a reconcile starts from (ReconcileHead): the object its request
+// names, as cached and decoded, or the result the reconcile returns at once.
+template <typename T>
+struct Head {
+  std::optional<kube::Result> end;  // set: the reconcile returns it
+  kube::ObjectPtr object;           // otherwise: the object as cached ...
+  T value;                          // ... and decoded
+};
+
+// The object `kind` `req` is gone: forgets the aggregation memory of its
+// Events (the recorder's).
+void ForgetEvents(Context& ctx, api::Kind kind, const kube::Request& req);
+
+// The head of every reconcile, written once: reads the object `req` names
+// from `informer`'s cache and decodes it as T (api::Decode).
+//   gone         nothing about it may outlive it: its Events' aggregation
+//                memory is forgotten, then `forget()` drops what the
+//                reconciler keeps of it (status hold, metric series,
+//                per-object memory). Ends Done.
+//   undecodable  ends Terminal: only an edit of the object can help.
+// Otherwise the object and its decoded value.
+template <typename T, typename ForgetFn>
+Head<T> ReconcileHead(Context& ctx, const kube::Informer& informer, api::Kind kind,
+                      const kube::Request& req, ForgetFn&& forget) {
+  Head<T> head;
+  head.object = informer.store().Get(req.ns, req.name);
+  if (!head.object) {
+    ForgetEvents(ctx, kind, req);
+    forget();
+    head.end = kube::Result::Done();
+    return head;
+  }
+  auto decoded = api::Decode<T>(*head.object);
+  if (!decoded.ok()) {
+    head.end = kube::Result::Terminal(kube::Status(
+        kube::StatusCode::kInvalidArgument, "cannot read " + std::string(api::InfoOf(kind).name) +
+                                                " " + req.Key() + ": " +
+                                                decoded.status().message()));
+    return head;
+  }
+  head.value = std::move(decoded).value();
+  return head;
 }
 
 // The condition both kinds report when their infrastructure is ready (the

@@ -15,31 +15,22 @@ namespace caphv::controllers {
 
 kube::Result HarvesterClusterReconciler::Reconcile(const kube::Request& req) {
   const std::string key = req.Key();
-  auto object = ctx_.harvester_clusters->store().Get(req.ns, req.name);
-  if (!object) {
-    // Deleted: nothing about it may outlive it (metric series, event
-    // aggregation memory).
-    if (ctx_.recorder) ctx_.recorder->ForgetObject("HarvesterCluster", req.ns, req.name);
-    std::lock_guard lock(mu_);
-    if (auto it = label_of_.find(key); it != label_of_.end()) {
-      metrics::DeleteClusterReady(it->second);
-      metrics::SetIdentityTokenExpiry(it->second, std::nullopt);
-      label_of_.erase(it);
-    }
-    return kube::Result::Done();
-  }
-  auto decoded = api::Decode<api::HarvesterCluster>(*object);
-  if (!decoded.ok()) {
-    return kube::Result::Terminal(
-        kube::Status(kube::StatusCode::kInvalidArgument,
-                     "cannot read HarvesterCluster " + key + ": " + decoded.status().message()));
-  }
+  auto head = ReconcileHead<api::HarvesterCluster>(
+      ctx_, *ctx_.harvester_clusters, api::Kind::kHarvesterCluster, req, [&] {
+        std::lock_guard lock(mu_);
+        if (auto it = label_of_.find(key); it != label_of_.end()) {
+          metrics::DeleteClusterReady(it->second);
+          metrics::SetIdentityTokenExpiry(it->second, std::nullopt);
+          label_of_.erase(it);
+        }
+      });
+  if (head.end) return *std::move(head.end);
   const auto start = std::chrono::steady_clock::now();
   ClusterScope r;
   r.req = req;
-  r.object = object;
+  r.object = std::move(head.object);
   r.log = kube::log::Root().WithName("harvestercluster").WithValues({{"HarvesterCluster", key}});
-  ClusterObservation o = Observe(r, std::move(decoded).value());
+  ClusterObservation o = Observe(r, std::move(head.value));
   if (!o.cluster_name.empty()) {
     r.metrics_label = key;  // caphv_cluster_ready{cluster}: the HarvesterCluster, as in Go
     r.log = r.log.WithValues({{"Cluster", o.cluster_name}});

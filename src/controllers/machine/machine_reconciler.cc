@@ -17,33 +17,24 @@ namespace caphv::controllers {
 
 kube::Result HarvesterMachineReconciler::Reconcile(const kube::Request& req) {
   const std::string key = req.Key();
-  auto object = ctx_.harvester_machines->store().Get(req.ns, req.name);
-  if (!object) {
-    // Deleted: nothing about it may outlive it (metric series, event
-    // aggregation memory).
-    if (ctx_.recorder) ctx_.recorder->ForgetObject("HarvesterMachine", req.ns, req.name);
-    status_hold_.Settled(key);
-    std::lock_guard lock(mu_);
-    std::erase_if(deletions_, [&](const auto& d) { return d.first.starts_with(key + "/"); });
-    std::erase_if(nodes_initialized_,
-                  [&](const std::string& k) { return k.starts_with(key + "/"); });
-    if (auto it = cluster_of_.find(key); it != cluster_of_.end()) {
-      metrics::DeleteMachineStatus(it->second, key);
-      cluster_of_.erase(it);
-    }
-    return kube::Result::Done();
-  }
-  auto decoded = api::Decode<api::HarvesterMachine>(*object);
-  if (!decoded.ok()) {
-    return kube::Result::Terminal(
-        kube::Status(kube::StatusCode::kInvalidArgument,
-                     "cannot read HarvesterMachine " + key + ": " + decoded.status().message()));
-  }
+  auto head = ReconcileHead<api::HarvesterMachine>(
+      ctx_, *ctx_.harvester_machines, api::Kind::kHarvesterMachine, req, [&] {
+        status_hold_.Settled(key);
+        std::lock_guard lock(mu_);
+        std::erase_if(deletions_, [&](const auto& d) { return d.first.starts_with(key + "/"); });
+        std::erase_if(nodes_initialized_,
+                      [&](const std::string& k) { return k.starts_with(key + "/"); });
+        if (auto it = cluster_of_.find(key); it != cluster_of_.end()) {
+          metrics::DeleteMachineStatus(it->second, key);
+          cluster_of_.erase(it);
+        }
+      });
+  if (head.end) return *std::move(head.end);
   const auto start = std::chrono::steady_clock::now();
   MachineScope r;
   r.req = req;
-  r.object = object;
-  r.hm = std::move(decoded).value();
+  r.object = std::move(head.object);
+  r.hm = std::move(head.value);
   r.log = kube::log::Root().WithName("harvestermachine").WithValues({{"HarvesterMachine", key}});
   MachineObservation o = Observe(r);
   if (!o.cluster_name.empty()) {
