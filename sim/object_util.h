@@ -52,7 +52,7 @@ inline bool Covers(const Object& want, const Object& have) {
   return want == have;
 }
 
-inline Status IgnoreNotFound(Status s) { return s.IsNotFound() ? Status() : s; }
+inline Status IgnoreNotFound(const Status& s) { return s.IsNotFound() ? Status() : s; }
 
 // The value at `path` ({"metadata", "labels", "x"}), or null.
 inline const Object* FindAt(const Object& o, std::initializer_list<const char*> path) {
