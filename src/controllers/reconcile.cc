@@ -4,6 +4,7 @@
 
 #include "api/conditions.h"
 #include "controllers/context.h"
+#include "controllers/writes.h"
 
 namespace caphv::controllers {
 
@@ -15,6 +16,107 @@ void EmitEvent(kube::EventRecorder* recorder, const kube::Object& object, const 
 
 void ForgetEvents(Context& ctx, api::Kind kind, const kube::Request& req) {
   if (ctx.recorder) ctx.recorder->ForgetObject(api::InfoOf(kind).name, req.ns, req.name);
+}
+
+namespace {
+
+// At most `max` bytes of `text`, cut at a UTF-8 character boundary ("..."
+// marks a cut): a decode error quotes the offending value, which may be long.
+std::string Clip(std::string_view text, size_t max) {
+  if (text.size() <= max) return std::string(text);
+  size_t end = max;
+  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
+  return std::string(text.substr(0, end)) + "...";
+}
+
+constexpr size_t kMaxErrorInMessage = 2048;
+
+}  // namespace
+
+InvalidSpecReport ReportInvalidSpec(const kube::Object& object, api::Kind kind,
+                                    std::string_view error, std::string_view now) {
+  const api::KindInfo& info = api::InfoOf(kind);
+  const std::string ns = kube::NamespaceOf(object);
+  const std::string name = kube::NameOf(object);
+  InvalidSpecReport report;
+  report.message = "cannot read " + std::string(info.name) + " " + ns + "/" + name + ": " +
+                   Clip(error, kMaxErrorInMessage) + "; fix the field(s) named (kubectl -n " + ns +
+                   " edit " + std::string(info.singular) + " " + name +
+                   "): until then CAPHV does nothing with this " + std::string(info.name);
+
+  const kube::Object* meta =
+      object.contains("metadata") && object["metadata"].is_object() ? &object["metadata"] : nullptr;
+  int64_t generation = 0;
+  if (meta != nullptr && meta->contains("generation") &&
+      (*meta)["generation"].is_number_integer()) {
+    generation = (*meta)["generation"].get<int64_t>();
+  }
+  kube::Object conditions = kube::Object::array();
+  if (object.contains("status") && object["status"].is_object() &&
+      object["status"].contains("conditions") && object["status"]["conditions"].is_array()) {
+    conditions = object["status"]["conditions"];
+  }
+  // A field of a stored condition as text ("" when absent or not a string:
+  // nothing here may assume the object is well-formed).
+  auto text = [](const kube::Object* c, const char* key) {
+    return c != nullptr && c->is_object() && c->contains(key) && (*c)[key].is_string()
+               ? (*c)[key].get<std::string>()
+               : std::string();
+  };
+  kube::Object* before = nullptr;
+  for (auto& c : conditions) {
+    if (text(&c, "type") == api::kReadyCondition) before = &c;
+  }
+  const bool was_false = text(before, "status") == api::kConditionFalse;
+  report.warn = !was_false || text(before, "reason") != kInvalidSpec;
+
+  kube::Object ready = {
+      {"type", api::kReadyCondition},
+      {"status", api::kConditionFalse},
+      {"reason", kInvalidSpec},
+      {"message", report.message},
+  };
+  if (generation > 0) ready["observedGeneration"] = generation;
+  // The transition time changes with the status only (as SetCondition).
+  const std::string since = text(before, "lastTransitionTime");
+  ready["lastTransitionTime"] = was_false && !since.empty() ? since : std::string(now);
+  if (before != nullptr) {
+    auto generation_of = [](const kube::Object& c) {
+      return c.contains("observedGeneration") ? c["observedGeneration"] : kube::Object();
+    };
+    if (!report.warn && text(before, "message") == report.message &&
+        generation_of(*before) == generation_of(ready)) {
+      return report;  // already said
+    }
+    *before = std::move(ready);
+  } else {
+    conditions.push_back(std::move(ready));
+  }
+  report.conditions = std::move(conditions);
+  return report;
+}
+
+kube::Result ReportUndecodable(Context& ctx, kube::Informer& informer, api::Kind kind,
+                               const kube::Object& object, const kube::Status& error) {
+  InvalidSpecReport report = ReportInvalidSpec(object, kind, error.message(), api::NowRfc3339());
+  if (report.warn) {
+    EmitEvent(ctx.recorder.get(), object, {true, std::string(kInvalidSpec), report.message});
+  }
+  if (report.conditions) {
+    auto written = ReplaceStatus(*ctx.mgmt, api::ResourceOf(kind), object,
+                                 {{"conditions", std::move(*report.conditions)}});
+    if (written.ok()) {
+      informer.RecordWrite(*written);  // read-your-writes: the next reconcile writes nothing
+    } else if (written.status().IsNotFound()) {
+      return kube::Result::Done();
+    } else {
+      return kube::Result::Error(written.status());  // retried: the user must be told
+    }
+  }
+  return kube::Result::Terminal(kube::Status(kube::StatusCode::kInvalidArgument,
+                                             "cannot read " + std::string(api::InfoOf(kind).name) +
+                                                 " " + kube::NamespaceOf(object) + "/" +
+                                                 kube::NameOf(object) + ": " + error.message()));
 }
 
 void Conditions::Mark(std::string_view type, bool status, std::string_view reason,

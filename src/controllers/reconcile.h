@@ -4,8 +4,9 @@
 // observe -> plan -> execute -> report with one set of rules:
 //
 //   * Head: every reconcile starts alike (ReconcileHead): the object read
-//     from the cache and decoded; a deleted one forgotten, an undecodable one
-//     not reconciled.
+//     from the cache and decoded; a deleted one forgotten; one that cannot
+//     be decoded reported to the user (Ready False, InvalidSpec, and a
+//     Warning Event) and not reconciled.
 //   * Conditions: a planner sets conditions on a copy of the status last
 //     reported (Conditions::Mark). A change of status or reason against that
 //     report is a transition; a transition with a reason the planner flags as
@@ -24,7 +25,8 @@
 //     readiness and deletion-critical fields are written at once.
 //
 // Thread safety: values and pure functions; StatusHold is thread-safe;
-// ReconcileHead is as thread-safe as the reconciler's `forget`.
+// ReconcileHead and ReportUndecodable over thread-safe clients, ReconcileHead
+// as thread-safe as the reconciler's `forget`.
 
 #pragma once
 
@@ -102,16 +104,45 @@ struct Head {
 // Events (the recorder's).
 void ForgetEvents(Context& ctx, api::Kind kind, const kube::Request& req);
 
+// The reason of the report on an object CAPHV cannot read (a value its CRD
+// schema admits but api::Decode does not, e.g. spec.cpu beyond 32 bits).
+inline constexpr std::string_view kInvalidSpec = "InvalidSpec";
+
+// What the user is told of `object`, a `kind` that api::Decode rejects with
+// `error`: a message naming the object, the problem and what to do, set as
+// the Ready condition (False, InvalidSpec; lastTransitionTime `now` unless
+// Ready was False already) and, on a transition of Ready to that reason, as
+// a Warning Event. Pure.
+struct InvalidSpecReport {
+  std::string message;
+  // Ready was not False with reason InvalidSpec: a Warning Event.
+  bool warn = false;
+  // The status.conditions to write: those stored, kept as they are, with
+  // Ready set (in its place, or appended); nullopt when they already say it.
+  std::optional<kube::Object> conditions;
+};
+InvalidSpecReport ReportInvalidSpec(const kube::Object& object, api::Kind kind,
+                                    std::string_view error, std::string_view now);
+
+// Tells the user about `object` as ReportInvalidSpec says: the Warning
+// Event, and the conditions by a merge patch of the status subresource (the
+// object cannot be decoded, so its status is not re-encoded; everything but
+// the conditions stays as stored). Terminal (only an edit of the object can
+// help: its watch event brings the key back); Error when the status write
+// failed, so that it is retried; Done when the object is gone meanwhile.
+kube::Result ReportUndecodable(Context& ctx, kube::Informer& informer, api::Kind kind,
+                               const kube::Object& object, const kube::Status& error);
+
 // The head of every reconcile, written once: reads the object `req` names
 // from `informer`'s cache and decodes it as T (api::Decode).
 //   gone         nothing about it may outlive it: its Events' aggregation
 //                memory is forgotten, then `forget()` drops what the
 //                reconciler keeps of it (status hold, metric series,
 //                per-object memory). Ends Done.
-//   undecodable  ends Terminal: only an edit of the object can help.
+//   undecodable  reported on the object (ReportUndecodable), ends Terminal.
 // Otherwise the object and its decoded value.
 template <typename T, typename ForgetFn>
-Head<T> ReconcileHead(Context& ctx, const kube::Informer& informer, api::Kind kind,
+Head<T> ReconcileHead(Context& ctx, kube::Informer& informer, api::Kind kind,
                       const kube::Request& req, ForgetFn&& forget) {
   Head<T> head;
   head.object = informer.store().Get(req.ns, req.name);
@@ -123,10 +154,7 @@ Head<T> ReconcileHead(Context& ctx, const kube::Informer& informer, api::Kind ki
   }
   auto decoded = api::Decode<T>(*head.object);
   if (!decoded.ok()) {
-    head.end = kube::Result::Terminal(kube::Status(
-        kube::StatusCode::kInvalidArgument, "cannot read " + std::string(api::InfoOf(kind).name) +
-                                                " " + req.Key() + ": " +
-                                                decoded.status().message()));
+    head.end = ReportUndecodable(ctx, informer, kind, *head.object, decoded.status());
     return head;
   }
   head.value = std::move(decoded).value();

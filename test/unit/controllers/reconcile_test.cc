@@ -11,6 +11,7 @@
 #include <cctype>
 #include <set>
 
+#include "api/codec.h"
 #include "api/conditions.h"
 #include "controllers/cluster/cluster_plan.h"
 #include "controllers/machine/machine_plan.h"
@@ -143,6 +144,131 @@ TEST(ToOurConditionsTest, TheGoProvidersConditionsAreTurnedIntoOurShape) {
   EXPECT_EQ(conditions[2].reason, "NotPaused");
   // Ours already: nothing to replace.
   EXPECT_FALSE(ToOurConditions(conditions, known));
+}
+
+// A HarvesterMachine the CRD schema admits and api::Decode refuses
+// (spec.cpu beyond 32 bits), with the conditions given.
+kube::Object UndecodableMachine(kube::Object conditions) {
+  kube::Object hm = {
+      {"apiVersion", "infrastructure.cluster.x-k8s.io/v1alpha1"},
+      {"kind", "HarvesterMachine"},
+      {"metadata", {{"name", "cp-0"}, {"namespace", "team"}, {"generation", 3}}},
+      {"spec", {{"cpu", 4294967296}}},
+  };
+  if (!conditions.is_null()) hm["status"] = {{"ready", true}, {"conditions", conditions}};
+  return hm;
+}
+
+TEST(InvalidSpecTest, TheUserIsToldWhatCannotBeReadAndWhatToDo) {
+  const kube::Object hm = UndecodableMachine(kube::Object());
+  const std::string error = "spec.cpu: expected an integer in range, got 4294967296";
+  ASSERT_FALSE(api::Decode<api::HarvesterMachine>(hm).ok());
+  const InvalidSpecReport r =
+      ReportInvalidSpec(hm, api::Kind::kHarvesterMachine, error, "2026-01-02T03:04:05Z");
+  EXPECT_EQ(r.message,
+            "cannot read HarvesterMachine team/cp-0: spec.cpu: expected an integer in range, got "
+            "4294967296; fix the field(s) named (kubectl -n team edit harvestermachine cp-0): "
+            "until then CAPHV does nothing with this HarvesterMachine");
+  EXPECT_TRUE(r.warn);
+  ASSERT_TRUE(r.conditions.has_value());
+  const kube::Object want = kube::Object::array({{
+      {"type", "Ready"},
+      {"status", "False"},
+      {"reason", "InvalidSpec"},
+      {"message", r.message},
+      {"observedGeneration", 3},
+      {"lastTransitionTime", "2026-01-02T03:04:05Z"},
+  }});
+  EXPECT_EQ(*r.conditions, want) << r.conditions->dump();
+  // A condition the schema admits (reason pattern, lengths).
+  api::DecodeContext ctx;
+  const auto status = api::FromJson<api::HarvesterMachineStatus>({{"conditions", want}}, ctx);
+  ASSERT_TRUE(ctx.errors.empty()) << ctx.errors.front();
+  EXPECT_TRUE(api::IsValidConditionReason(status.conditions[0].reason));
+
+  const InvalidSpecReport cluster =
+      ReportInvalidSpec({{"kind", "HarvesterCluster"},
+                         {"metadata", {{"name", "c"}, {"namespace", "team"}}},
+                         {"spec", {{"loadBalancerConfig", "dhcp"}}}},
+                        api::Kind::kHarvesterCluster, "spec.loadBalancerConfig: expected an object",
+                        "2026-01-02T03:04:05Z");
+  EXPECT_EQ(cluster.message,
+            "cannot read HarvesterCluster team/c: spec.loadBalancerConfig: expected an object; "
+            "fix the field(s) named (kubectl -n team edit harvestercluster c): until then CAPHV "
+            "does nothing with this HarvesterCluster");
+  EXPECT_EQ((*cluster.conditions)[0].count("observedGeneration"), 0u);  // no generation known
+}
+
+TEST(InvalidSpecTest, ReadyIsReplacedInPlaceAndTheOtherConditionsKept) {
+  const kube::Object vm = {{"type", "VMProvisioned"},
+                           {"status", "True"},
+                           {"reason", "VMRunning"},
+                           {"message", ""},
+                           {"lastTransitionTime", "2025-05-05T00:00:00Z"}};
+  const kube::Object ready = {
+      {"type", "Ready"}, {"status", "True"},        {"reason", "Ready"},
+      {"message", ""},   {"observedGeneration", 2}, {"lastTransitionTime", "2025-05-05T00:00:00Z"}};
+  const kube::Object foreign = {{"type", "InitMachineCreated"}, {"status", "True"}};
+  const kube::Object hm = UndecodableMachine(kube::Object::array({ready, vm, foreign}));
+  const InvalidSpecReport r =
+      ReportInvalidSpec(hm, api::Kind::kHarvesterMachine, "spec.cpu: x", "2026-01-02T03:04:05Z");
+  EXPECT_TRUE(r.warn);  // True -> False: a transition
+  ASSERT_TRUE(r.conditions.has_value());
+  ASSERT_EQ(r.conditions->size(), 3u) << r.conditions->dump();
+  EXPECT_EQ((*r.conditions)[0]["reason"], "InvalidSpec");
+  EXPECT_EQ((*r.conditions)[0]["status"], "False");
+  EXPECT_EQ((*r.conditions)[0]["lastTransitionTime"], "2026-01-02T03:04:05Z");
+  EXPECT_EQ((*r.conditions)[1], vm);
+  EXPECT_EQ((*r.conditions)[2], foreign);
+}
+
+TEST(InvalidSpecTest, SaidOnceThenNothingUntilTheProblemChanges) {
+  const kube::Object first =
+      *ReportInvalidSpec(UndecodableMachine(kube::Object::array()), api::Kind::kHarvesterMachine,
+                         "spec.cpu: x", "2026-01-02T03:04:05Z")
+           .conditions;
+  // Reported already: no Event, no write.
+  const InvalidSpecReport again =
+      ReportInvalidSpec(UndecodableMachine(first), api::Kind::kHarvesterMachine, "spec.cpu: x",
+                        "2026-02-02T00:00:00Z");
+  EXPECT_FALSE(again.warn);
+  EXPECT_FALSE(again.conditions.has_value());
+
+  // Another problem: the message is rewritten, without an Event (the same
+  // reason: no transition) and with the transition time kept.
+  const InvalidSpecReport other =
+      ReportInvalidSpec(UndecodableMachine(first), api::Kind::kHarvesterMachine, "spec.tpm: y",
+                        "2026-02-02T00:00:00Z");
+  EXPECT_FALSE(other.warn);
+  ASSERT_TRUE(other.conditions.has_value());
+  EXPECT_NE((*other.conditions)[0]["message"].get<std::string>().find("spec.tpm: y"),
+            std::string::npos);
+  EXPECT_EQ((*other.conditions)[0]["lastTransitionTime"], "2026-01-02T03:04:05Z");
+
+  // False for another reason before: a transition (Event), the time kept.
+  kube::Object failed = first;
+  failed[0]["reason"] = "VMCreateFailed";
+  const InvalidSpecReport turned =
+      ReportInvalidSpec(UndecodableMachine(failed), api::Kind::kHarvesterMachine, "spec.cpu: x",
+                        "2026-02-02T00:00:00Z");
+  EXPECT_TRUE(turned.warn);
+  ASSERT_TRUE(turned.conditions.has_value());
+  EXPECT_EQ((*turned.conditions)[0]["reason"], "InvalidSpec");
+  EXPECT_EQ((*turned.conditions)[0]["lastTransitionTime"], "2026-01-02T03:04:05Z");
+}
+
+TEST(InvalidSpecTest, ALongErrorIsCutAtACharacterBoundary) {
+  // The error quotes the value: 3000 two-byte characters after an odd number
+  // of bytes, so that the limit falls inside a character.
+  std::string value;
+  for (int i = 0; i < 3000; ++i) value += "\xc3\xa9";
+  const InvalidSpecReport r = ReportInvalidSpec(
+      UndecodableMachine(kube::Object()), api::Kind::kHarvesterMachine,
+      "spec.cpu: expected an integer, got \"x" + value + "\"", "2026-01-02T03:04:05Z");
+  EXPECT_LT(r.message.size(), 2300u);
+  EXPECT_NE(r.message.find("...; fix the field(s) named"), std::string::npos);
+  // Valid UTF-8: the JSON of the condition can be written.
+  EXPECT_NO_THROW((void)r.conditions->dump());
 }
 
 // The names of a reconciler's action rows, checked on the way: every kind
