@@ -58,20 +58,31 @@ NodeInitDecision DecideNodeInit(const NodeView& node, const std::string& provide
   return d;
 }
 
+namespace {
+
+// The message of the apiserver's 422 for a JSON Patch that does not apply to
+// the object as stored: applyJSPatch (k8s.io/apiserver endpoints/handlers/
+// patch.go) answers NewGenericServerResponse(422, ...), which keeps its
+// generic message for the code and drops json-patch's own text ("testing
+// value ... failed" never reaches the client), with no causes.
+constexpr std::string_view kPatchNotApplicable =
+    "the server rejected our request due to an error in our request";
+
+}  // namespace
+
 bool IsNodeChanged(const kube::Status& patch_error) {
   if (patch_error.code() != kube::StatusCode::kInvalid) return false;
-  // A JSON Patch that does not apply to the object as stored (a `test` that
-  // fails, an index that is gone) is answered 422 Invalid with no field
-  // causes and a generic message: the apiserver drops json-patch's own text
-  // (k8s.io/apiserver endpoints/handlers/patch.go, applyJSPatch, through
-  // NewGenericServerResponse). This patch is well-formed by construction,
-  // so that answer means the Node changed.
-  if (patch_error.causes().empty()) return true;
+  // A `test` that fails, or an index that is gone: the generic answer
+  // without causes. This patch is well-formed by construction, so that
+  // answer means the Node changed.
+  if (patch_error.causes().empty()) return patch_error.message() == kPatchNotApplicable;
   // A providerID someone else set meanwhile: 422 on that field (it may not
   // change once set).
   for (const auto& cause : patch_error.causes()) {
     if (cause.field == "spec.providerID") return true;
   }
+  // Any other 422 (a Node the apiserver refuses for another field, a
+  // webhook's denial) is an error.
   return false;
 }
 

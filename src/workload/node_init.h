@@ -65,8 +65,11 @@ struct NodeInitDecision {
 NodeInitDecision DecideNodeInit(const NodeView& node, const std::string& provider_id);
 
 // Whether a failed node-initialisation patch failed because the Node is no
-// longer as it was read (a `test` operation failed, or a providerID was set
-// meanwhile): decide again, as after a Conflict; any other failure is an
+// longer as it was read: decide again, as after a Conflict. Only two
+// answers say so, both 422 Invalid: without causes and with the apiserver's
+// generic message for a JSON Patch that does not apply (a `test` operation
+// failed, an index is gone), or with a cause on spec.providerID (set by
+// someone else meanwhile). Any other failure, any other 422 included, is an
 // error.
 bool IsNodeChanged(const kube::Status& patch_error);
 

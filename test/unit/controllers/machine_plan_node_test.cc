@@ -153,6 +153,21 @@ TEST(MachinePlanNodeTest, ANodeChangedSinceItWasReadIsDecidedAgainNotAnError) {
       R"(\"m-0\" is invalid: spec.taints[0].effect: Unsupported value","reason":"Invalid",)"
       R"("details":{"causes":[{"reason":"FieldValueNotSupported","field":"spec.taints[0].effect"}]},)"
       R"("code":422})")));
+  // A 422 without causes is a change only with the generic message of a
+  // JSON Patch that did not apply: not a validating webhook's denial given
+  // code 422, nor a 422 without a Status body (a proxy's).
+  EXPECT_FALSE(workload::IsNodeChanged(Status::FromHttp(
+      422,
+      R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"admission )"
+      R"(webhook \"nodes.example.com\" denied the request: taints are managed by the platform",)"
+      R"("reason":"Invalid","code":422})")));
+  EXPECT_FALSE(workload::IsNodeChanged(Status::FromHttp(422, "")));
+  EXPECT_FALSE(workload::IsNodeChanged(Status::FromHttp(422, "unprocessable")));
+  // The generic text under another code is no patch failure either.
+  EXPECT_FALSE(workload::IsNodeChanged(Status::FromHttp(
+      400,
+      R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"the server )"
+      R"(rejected our request due to an error in our request","reason":"BadRequest","code":400})")));
   EXPECT_FALSE(workload::IsNodeChanged(Status::FromHttp(503, "")));
   EXPECT_FALSE(workload::IsNodeChanged(Status::FromHttp(
       403, R"({"kind":"Status","status":"Failure","reason":"Forbidden","code":403})")));
