@@ -267,6 +267,34 @@ kube::Result ResultOf(const Wait& wait);
 // with backoff already comes back).
 kube::Result NoLaterThan(kube::Result result, kube::Clock::Duration d);
 
+// What both planners share: the observation they read, the plan they write,
+// the conditions being decided, and the outcomes other than an action: wait
+// for an event or a time, mark a condition. Each planner derives from it and
+// adds its own Act and phases.
+template <typename Observation, typename Plan>
+class PlannerBase {
+ protected:
+  PlannerBase(const Observation& obs, Plan& plan, Conditions conditions)
+      : obs_(obs), plan_(plan), conditions_(std::move(conditions)) {}
+
+  void WaitForEvent(std::string why) { plan_.wait = Wait::ForEvent(std::move(why)); }
+  // Until the connection is woken (an attempt under way), else after its
+  // backoff.
+  void WaitFor(const ConnectionView& c, std::string why) {
+    plan_.wait = c.retry_after > kube::Clock::Duration::zero()
+                     ? Wait::After(c.retry_after, std::move(why))
+                     : Wait::ForEvent(std::move(why));
+  }
+  void Mark(std::string_view type, bool status, std::string_view reason, std::string message,
+            bool warn = false) {
+    conditions_.Mark(type, status, reason, std::move(message), warn);
+  }
+
+  const Observation& obs_;
+  Plan& plan_;
+  Conditions conditions_;
+};
+
 // How long a progress-only status change may wait before it is written.
 // Provisioning on Harvester passes through states (VM provisioning, waiting
 // for its address) that last tens of seconds each, and those are published;

@@ -22,12 +22,10 @@ namespace {
 using kube::Object;
 using std::chrono::seconds;
 
-class Planner {
+class Planner : PlannerBase<ClusterObservation, ClusterPlan> {
  public:
   Planner(const ClusterObservation& obs, ClusterPlan& plan)
-      : obs_(obs),
-        plan_(plan),
-        conditions_(obs.hc.status.conditions, obs.hc.metadata.generation),
+      : PlannerBase(obs, plan, Conditions(obs.hc.status.conditions, obs.hc.metadata.generation)),
         ns_(obs.hc.spec.target_namespace),
         identity_(ClusterIdentityOf(obs)) {}
 
@@ -59,15 +57,6 @@ class Planner {
            std::optional<EventNote> event = std::nullopt,
            CloudProviderObject object = CloudProviderObject::kServiceAccount) {
     plan_.action = ClusterAction{kind, std::move(name), std::move(body), object, std::move(event)};
-  }
-  void WaitForEvent(std::string why) { plan_.wait = Wait::ForEvent(std::move(why)); }
-  void WaitFor(const ConnectionView& c, std::string why) {
-    plan_.wait = c.retry_after > kube::Clock::Duration::zero() ? Wait::After(c.retry_after, why)
-                                                               : Wait::ForEvent(why);
-  }
-  void Mark(std::string_view type, bool status, std::string_view reason, std::string message,
-            bool warn = false) {
-    conditions_.Mark(type, status, reason, std::move(message), warn);
   }
   void Summarize(Conditions& c) const {
     SummarizeReady(c, plan_.status.ready.value_or(false), obs_.deleting, kClusterReadyOrder);
@@ -468,9 +457,6 @@ class Planner {
     Act(ClusterActionKind::kRemoveFinalizer);
   }
 
-  const ClusterObservation& obs_;
-  ClusterPlan& plan_;
-  Conditions conditions_;
   const std::string ns_;
   const harvester::ClusterIdentity identity_;
   std::vector<EventNote> notes_;  // Normal events of the final plan

@@ -27,12 +27,10 @@
 
 namespace caphv::controllers {
 
-class MachinePlanner {
+class MachinePlanner : PlannerBase<MachineObservation, MachinePlan> {
  public:
   MachinePlanner(const MachineObservation& obs, MachinePlan& plan)
-      : obs_(obs),
-        plan_(plan),
-        conditions_(obs.hm.status.conditions, obs.hm.metadata.generation),
+      : PlannerBase(obs, plan, Conditions(obs.hm.status.conditions, obs.hm.metadata.generation)),
         ns_(obs.hc ? obs.hc->spec.target_namespace : std::string()),
         name_(obs.hm.metadata.name),
         failure_domain_(harvester::EffectiveFailureDomain(obs.machine_failure_domain,
@@ -45,15 +43,6 @@ class MachinePlanner {
   void Act(ActionKind kind, std::string name = {}, std::string value = {}, kube::Object body = {},
            bool create = false) {
     plan_.action = MachineAction{kind, std::move(name), std::move(value), std::move(body), create};
-  }
-  void WaitForEvent(std::string why) { plan_.wait = Wait::ForEvent(std::move(why)); }
-  void WaitFor(const ConnectionView& c, std::string why) {
-    plan_.wait = c.retry_after > kube::Clock::Duration::zero() ? Wait::After(c.retry_after, why)
-                                                               : Wait::ForEvent(why);
-  }
-  void Mark(std::string_view type, bool status, std::string_view reason, std::string message,
-            bool warn = false) {
-    conditions_.Mark(type, status, reason, std::move(message), warn);
   }
 
   bool PoolMode() const {
@@ -90,9 +79,6 @@ class MachinePlanner {
   bool EtcdStepsOverdue() const;
   bool RemoveEtcdMember();
 
-  const MachineObservation& obs_;
-  MachinePlan& plan_;
-  Conditions conditions_;
   const std::string ns_;
   const std::string name_;
   // Where the machine is placed: Machine.spec.failureDomain, else its own.
