@@ -19,6 +19,7 @@
 #include "harvester/resources.h"
 #include "kube/controller.h"
 #include "kube/log.h"
+#include "kube/secret_pool.h"
 
 namespace caphv::controllers {
 
@@ -208,11 +209,8 @@ kube::StatusOr<std::unique_ptr<Controllers>> Controllers::New(std::shared_ptr<ku
     kube::InformerOptions o;
     o.gvr = kube::resources::kSecrets;
     o.ns = options.watch_namespace;
-    // Only resourceVersions are needed: never keep Secret data in memory.
-    o.transform = [](Object& s) {
-      s.erase("data");
-      s.erase("stringData");
-    };
+    // Keys and resourceVersions only: never keep Secret data in memory.
+    o.transform = kube::CompactPoolSecret;
     ctx.secrets = std::make_shared<kube::Informer>(mgmt, std::move(o));
   }
   if (auto st = ctx.harvester_clusters->AddIndexers(

@@ -404,12 +404,16 @@ void CompactVm(kube::Object& vm) {
 }
 
 void CompactVmi(kube::Object& vmi) {
-  kube::KeepOnly(vmi, kube::kCachedMetadata,
-                 {{"spec", "domain", "devices", "interfaces"},
-                  {"status", "phase"},
-                  {"status", "interfaces"},
-                  {"status", "phaseTransitionTimestamps"},
-                  {"status", "conditions"}});
+  kube::KeepOnly(vmi, {{"metadata", "name"},
+                       {"metadata", "namespace"},
+                       {"metadata", "uid"},
+                       {"metadata", "resourceVersion"},
+                       {"metadata", "deletionTimestamp"},
+                       {"spec", "domain", "devices", "interfaces"},
+                       {"status", "phase"},
+                       {"status", "interfaces"},
+                       {"status", "phaseTransitionTimestamps"},
+                       {"status", "conditions"}});
 }
 
 std::vector<std::string> VmiAddresses(const kube::Object& vmi) {

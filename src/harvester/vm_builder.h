@@ -113,12 +113,13 @@ std::string CloudInitSecretOf(const kube::Object& vm);
 // pod-network addresses that are not the machine's.
 std::vector<std::string> VmiAddresses(const kube::Object& vmi);
 
-// What a cache of Harvester VMs / VMIs keeps (informer transforms): the
-// cached metadata and exactly the fields the readers above and the machine
-// planner's views read (a VM's volumes and annotations, its printable status,
-// readiness and conditions; a VMI's interfaces, phase, phase transitions and
-// conditions). A VM's domain, affinity and networks are what CAPHV wrote and
-// are never read back.
+// What a cache of Harvester VMs / VMIs keeps (informer transforms): exactly
+// the fields the readers above and the machine planner's views read (a VM's
+// cached metadata, volumes, printable status, readiness and conditions; a
+// VMI's name, uid and resourceVersion, interfaces, phase, phase transitions
+// and conditions: its labels and annotations, KubeVirt's and Harvester's,
+// are never read, an event on it maps through the VM of its name). A VM's domain, affinity and
+// networks are what CAPHV wrote and are never read back.
 void CompactVm(kube::Object& vm);
 void CompactVmi(kube::Object& vmi);
 

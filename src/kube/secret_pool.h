@@ -47,6 +47,16 @@ struct PoolAnswer {
   std::chrono::milliseconds retry_after{0};  // failed: until the next attempt; 0 while building
 };
 
+// The transform of the Secret informer a SecretPool reads: a Secret's key
+// and resourceVersion are all the pool and its users read of it. Its data,
+// labels, annotations and owner references are never kept in memory.
+inline void CompactPoolSecret(Object& secret) {
+  KeepOnly(secret, {{"metadata", "name"},
+                    {"metadata", "namespace"},
+                    {"metadata", "uid"},
+                    {"metadata", "resourceVersion"}});
+}
+
 template <typename T>
 class SecretPool {
  public:

@@ -8,6 +8,7 @@
 #include "kube/base64.h"
 #include "kube/config.h"
 #include "kube/log.h"
+#include "workload/etcd_member.h"
 
 namespace caphv::workload {
 
@@ -30,11 +31,17 @@ kube::PoolOptions Options(kube::Clock* clock) {
 }  // namespace
 
 void CompactNode(kube::Object& node) {
-  kube::KeepOnly(node, {{"metadata"},
-                        {"spec"},
-                        {"status", "conditions"},
-                        {"status", "nodeInfo"},
-                        {"status", "addresses"}});
+  kube::KeepOnly(node, {{"metadata", "name"},
+                        {"metadata", "uid"},
+                        {"metadata", "resourceVersion"},
+                        {"metadata", "deletionTimestamp"},
+                        {"metadata", "finalizers"},
+                        {"metadata", "labels", kEtcdRoleLabel},
+                        {"metadata", "annotations", kEtcdNodeNameAnnotation},
+                        {"metadata", "annotations", kEtcdRemoveAnnotation},
+                        {"metadata", "annotations", kEtcdRemovedNodeNameAnnotation},
+                        {"spec", "providerID"},
+                        {"spec", "taints"}});
 }
 
 kube::StatusOr<std::string> KubeconfigOf(const kube::Object& secret) {

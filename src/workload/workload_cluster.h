@@ -5,10 +5,8 @@
 // that its Node registered without polling).
 //
 // WorkloadCluster: a kube::Client for one workload cluster plus an informer
-// over its Nodes. The Node cache keeps metadata, spec and
-// status.{conditions,nodeInfo,addresses} only (CompactNode: images and the
-// rest of the status are dropped). Every Node event (add, including the
-// initial list, update and delete) calls `on_node(node name)`.
+// over its Nodes. The Node cache keeps only what CAPHV reads (CompactNode). Every Node event (add,
+// including the initial list, update and delete) calls `on_node(node name)`.
 //
 // WorkloadClusters: one WorkloadCluster per CAPI Cluster ("<ns>/<cluster>"),
 // built in the background on a kube::SecretPool (as the Harvester
@@ -62,8 +60,11 @@ namespace caphv::workload {
 inline constexpr std::chrono::seconds kWorkloadConnectTimeout{5};
 inline constexpr std::chrono::seconds kWorkloadRequestTimeout{20};
 
-// Keeps apiVersion, kind, metadata, spec and status.{conditions,nodeInfo,
-// addresses} of a Node.
+// Keeps of a Node what CAPHV reads (node initialisation, etcd membership):
+// its name, uid, resourceVersion, deletionTimestamp and finalizers, the
+// etcd role label and RKE2's three etcd annotations, spec.providerID and
+// spec.taints. Its status, and the labels and annotations the kubelet, RKE2
+// and others write, are dropped: they are most of a Node.
 void CompactNode(kube::Object& node);
 
 // The kubeconfig in a `<cluster>-kubeconfig` Secret (data.value, base64);

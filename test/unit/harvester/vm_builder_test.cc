@@ -456,6 +456,8 @@ TEST(CompactVmTest, AVmiKeepsItsAddressesPhaseAndRunningSince) {
   EXPECT_FALSE(compact["status"].contains("guestOSInfo"));
   EXPECT_FALSE(compact["status"].contains("volumeStatus"));
   EXPECT_FALSE(compact["spec"]["domain"].contains("cpu"));
+  EXPECT_EQ(kube::KeyOf(compact), kube::KeyOf(vmi));
+  EXPECT_FALSE(compact["metadata"].contains("labels"));
 }
 
 }  // namespace

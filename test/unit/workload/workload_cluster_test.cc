@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "kube/base64.h"
+#include "workload/etcd_member.h"
+#include "workload/node_init.h"
 
 namespace caphv::workload {
 namespace {
@@ -40,29 +42,44 @@ kube::WatchEvent Added(Object o) {
   return e;
 }
 
-TEST(CompactNodeTest, KeepsMetadataSpecAndTheStatusFieldsRead) {
-  Object node = {
-      {"apiVersion", "v1"},
-      {"kind", "Node"},
-      {"metadata", {{"name", "n1"}, {"labels", {{"a", "b"}}}}},
-      {"spec", {{"providerID", "harvester://uid"}}},
-      {"status",
-       {{"conditions", Object::array({{{"type", "Ready"}, {"status", "True"}}})},
-        {"nodeInfo", {{"kubeletVersion", "v1.33.0"}}},
-        {"addresses", Object::array({{{"type", "InternalIP"}, {"address", "10.0.0.5"}}})},
-        {"images", Object::array({{{"names", Object::array({"big:1"})}, {"sizeBytes", 1}}})},
-        {"capacity", {{"cpu", "2"}}},
-        {"volumesInUse", Object::array({"v"})}}}};
+TEST(CompactNodeTest, KeepsWhatNodeInitAndEtcdMembershipRead) {
+  Object node = Object::parse(R"({"apiVersion": "v1", "kind": "Node",
+    "metadata": {"name": "n1", "uid": "u1", "resourceVersion": "7",
+      "deletionTimestamp": "2026-11-29T00:00:00Z",
+      "finalizers": ["harvester.infrastructure.cluster.x-k8s.io/etcd-member"],
+      "labels": {"node-role.kubernetes.io/etcd": "true", "kubernetes.io/hostname": "n1"},
+      "annotations": {"etcd.rke2.cattle.io/node-name": "n1-abc",
+        "etcd.rke2.cattle.io/remove": "true", "etcd.rke2.cattle.io/removed-node-name": "n1-abc",
+        "rke2.io/node-args": "[\"server\"]", "node.alpha.kubernetes.io/ttl": "0"}},
+    "spec": {"providerID": "harvester://uid", "podCIDR": "10.52.0.0/24",
+      "taints": [{"key": "node.cloudprovider.kubernetes.io/uninitialized", "effect": "NoSchedule"}]},
+    "status": {"conditions": [{"type": "Ready", "status": "True"}],
+      "nodeInfo": {"kubeletVersion": "v1.33.0"},
+      "addresses": [{"type": "InternalIP", "address": "10.0.0.5"}],
+      "images": [{"names": ["big:1"], "sizeBytes": 1}]}})");
+  const NodeView before = ViewOfNode(node);
+  const EtcdNodeView etcd_before = ViewOfEtcdNode(node);
   CompactNode(node);
-  EXPECT_EQ(node["metadata"]["name"], "n1");
-  EXPECT_EQ(node["metadata"]["labels"]["a"], "b");
-  EXPECT_EQ(node["spec"]["providerID"], "harvester://uid");
-  EXPECT_EQ(node["status"]["conditions"][0]["type"], "Ready");
-  EXPECT_EQ(node["status"]["nodeInfo"]["kubeletVersion"], "v1.33.0");
-  EXPECT_EQ(node["status"]["addresses"][0]["address"], "10.0.0.5");
-  EXPECT_FALSE(node["status"].contains("images"));
-  EXPECT_FALSE(node["status"].contains("capacity"));
-  EXPECT_FALSE(node["status"].contains("volumesInUse"));
+  // What the readers see is unchanged.
+  const NodeView after = ViewOfNode(node);
+  EXPECT_EQ(after.name, before.name);
+  EXPECT_EQ(after.resource_version, before.resource_version);
+  EXPECT_EQ(after.provider_id, before.provider_id);
+  EXPECT_EQ(after.taints, before.taints);
+  EXPECT_TRUE(after.uninitialized);
+  const EtcdNodeView etcd_after = ViewOfEtcdNode(node);
+  EXPECT_TRUE(etcd_after.etcd);
+  EXPECT_EQ(etcd_after.member, etcd_before.member);
+  EXPECT_EQ(etcd_after.removal_requested, etcd_before.removal_requested);
+  EXPECT_EQ(etcd_after.removed_member, etcd_before.removed_member);
+  EXPECT_EQ(etcd_after.has_finalizer, etcd_before.has_finalizer);
+  EXPECT_EQ(kube::UidOf(node), "u1");
+  EXPECT_TRUE(node["metadata"].contains("deletionTimestamp"));
+  // The rest is dropped.
+  EXPECT_FALSE(node.contains("status"));
+  EXPECT_FALSE(node["spec"].contains("podCIDR"));
+  EXPECT_FALSE(node["metadata"]["labels"].contains("kubernetes.io/hostname"));
+  EXPECT_FALSE(node["metadata"]["annotations"].contains("rke2.io/node-args"));
   EXPECT_EQ(node["kind"], "Node");
 }
 
