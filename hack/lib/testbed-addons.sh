@@ -348,7 +348,7 @@ tb_find_sim() {
 }
 
 tb_up_harvester() {
-  local t0 deadline env_args=() kubevirt_args=()
+  local t0 env_args=() kubevirt_args=()
   local kubevirt_crds=${CAPHV_KUBEVIRT_CRDS:-$CACHE/bin/current/kubevirt-crds}
   t0=$(tb_now_ms)
   # CAPHV_SIM_ENV: an environment YAML for the simulator (default: built-in).
@@ -397,12 +397,7 @@ tb_up_harvester() {
   tb_env_set SIM_BIN "$SIM_BIN"
   tb_env_set SIM_HEALTH_PORT "$SIM_HEALTH_PORT"
   tb_env_set SIM_WEBHOOK_PORT "$SIM_WEBHOOK_PORT"
-  deadline=$(($(date +%s) + TIMEOUT))
-  until tb_http_ok "http://127.0.0.1:$SIM_HEALTH_PORT/readyz"; do
-    tb_alive caphv-sim || tb_fail_with_log caphv-sim "caphv-sim exited"
-    [ "$(date +%s)" -lt "$deadline" ] || tb_fail_with_log caphv-sim "caphv-sim not ready after ${TIMEOUT}s"
-    sleep 0.5
-  done
+  tb_wait_until caphv-sim caphv-sim tb_http_ok "http://127.0.0.1:$SIM_HEALTH_PORT/readyz"
   tb_log "Harvester simulator ready in $((($(tb_now_ms) - t0) / 1000))s"
 }
 
@@ -416,7 +411,7 @@ tb_up_harvester() {
 # runs it only while a scenario wants the Go provider in charge.
 
 tb_up_go_provider() {
-  local t0 config="$CACHE/bin/current/caphv-go-config" kc="$DIR/mgmt.kubeconfig" deadline ports bin
+  local t0 config="$CACHE/bin/current/caphv-go-config" kc="$DIR/mgmt.kubeconfig" ports bin
   t0=$(tb_now_ms)
   bin=$(tb_binary CAPHV_GO_PROVIDER caphv-go)
   [ -f "$config/crds.yaml" ] ||
@@ -459,12 +454,7 @@ tb_up_go_provider() {
   tb_env_set GO_PROVIDER_BIN "$bin"
   tb_env_set GO_PROVIDER_METRICS_PORT "$GO_PROVIDER_METRICS_PORT"
   tb_env_set GO_PROVIDER_HEALTH_PORT "$GO_PROVIDER_HEALTH_PORT"
-  deadline=$(($(date +%s) + TIMEOUT))
-  until tb_http_ok "http://127.0.0.1:$GO_PROVIDER_HEALTH_PORT/readyz"; do
-    tb_alive caphv-go || tb_fail_with_log caphv-go "the Go provider exited"
-    [ "$(date +%s)" -lt "$deadline" ] || tb_fail_with_log caphv-go "the Go provider not ready after ${TIMEOUT}s"
-    sleep 0.5
-  done
+  tb_wait_until caphv-go "the Go provider" tb_http_ok "http://127.0.0.1:$GO_PROVIDER_HEALTH_PORT/readyz"
   tb_env_set WITH_GO_PROVIDER 1
   tb_log "Go provider ready in $((($(tb_now_ms) - t0) / 1000))s"
 }

@@ -207,6 +207,19 @@ tb_https_ok() {
 
 tb_http_ok() { curl -fsS -o /dev/null --max-time 3 "$1" 2>/dev/null; }
 
+# tb_wait_until NAME WHAT CHECK...: runs CHECK every TB_WAIT_STEP seconds
+# (0.5) until it succeeds; dies with NAME's log when process NAME exits
+# ("WHAT exited") or after $TIMEOUT seconds ("WHAT not ready").
+tb_wait_until() {
+  local name=$1 what=$2 deadline=$(($(date +%s) + TIMEOUT))
+  shift 2
+  until "$@"; do
+    tb_alive "$name" || tb_fail_with_log "$name" "$what exited"
+    [ "$(date +%s)" -lt "$deadline" ] || tb_fail_with_log "$name" "$what not ready after ${TIMEOUT}s"
+    sleep "${TB_WAIT_STEP:-0.5}"
+  done
+}
+
 # tb_fail_with_log NAME MESSAGE: dies naming (and quoting the end of) the log.
 tb_fail_with_log() {
   local log="$DIR/logs/$1.log"

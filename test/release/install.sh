@@ -34,6 +34,8 @@ if [ "${generation:-1.10}" = 1.10 ] && [ "$contract" != v1beta1 ]; then
 fi
 work=$(mktemp -d)
 k() { "$KUBECTL" --cache-dir "$work/kcache" "$@"; }
+# need(COND; SHOWN) for jq programs: stops with SHOWN when COND is false.
+need_def='def need(cond; shown): if cond then . else "assertion failed: \(shown | tojson)\n" | halt_error(1) end;'
 added_crds=()
 manager_pid=
 caphv_crds=(harvesterclusters harvestermachines harvesterclustertemplates harvestermachinetemplates)
@@ -130,18 +132,23 @@ for obj in namespace/caphv-system \
   # shellcheck disable=SC2086  # "-n NS kind/name"
   k get $obj -o name >/dev/null 2>&1 || fail "clusterctl init did not create $obj"
 done
-check "the Deployment: image, flags, probes, resources, security context" python3 - <<PY
-import json, subprocess
-d = json.loads(subprocess.run(["$KUBECTL", "get", "-n", "caphv-system", "deploy/caphv-controller-manager", "-o", "json"],
-                              capture_output=True, check=True).stdout)
-c = d["spec"]["template"]["spec"]["containers"][0]
-assert c["image"] == "localhost/caphv-manager:$VERSION", c["image"]
-for a in ["--leader-elect", "--enable-webhooks", "-v=2", "--concurrency=10", "--watch-filter", ""]:
-    assert a in c["args"], (a, c["args"])
-assert c["livenessProbe"]["httpGet"]["path"] == "/healthz" and c["readinessProbe"]["httpGet"]["path"] == "/readyz"
-assert c["resources"]["limits"] and c["resources"]["requests"]
-assert c["securityContext"]["allowPrivilegeEscalation"] is False and d["spec"]["template"]["spec"]["securityContext"]["runAsNonRoot"]
-PY
+# The Deployment clusterctl made: image, flags, probes, resources, security context.
+deployment_as_released() {
+  k get -n caphv-system deploy/caphv-controller-manager -o json |
+    jq -e --arg image "localhost/caphv-manager:$VERSION" "$need_def"'
+      .spec.template.spec as $pod | $pod.containers[0] as $c
+      | need($c.image == $image; $c.image)
+      | need((["--leader-elect", "--enable-webhooks", "-v=2", "--concurrency=10", "--watch-filter", ""]
+              - $c.args) == []; $c.args)
+      | need($c.livenessProbe.httpGet.path == "/healthz" and $c.readinessProbe.httpGet.path == "/readyz";
+             [$c.livenessProbe, $c.readinessProbe])
+      | need(($c.resources.limits // {} | length) > 0 and ($c.resources.requests // {} | length) > 0;
+             $c.resources)
+      | need($c.securityContext.allowPrivilegeEscalation == false and $pod.securityContext.runAsNonRoot == true;
+             [$c.securityContext, $pod.securityContext])
+      | true'
+}
+check "the Deployment: image, flags, probes, resources, security context" deployment_as_released
 check "the webhook configurations: CA from cert-manager, four validating webhooks, one mutating" bash -c \
   "k() { '$KUBECTL' \"\$@\"; }; [ \"\$(k get validatingwebhookconfiguration caphv-validating-webhook-configuration -o jsonpath='{.metadata.annotations.cert-manager\\.io/inject-ca-from} {.webhooks[*].name}')\" = \
   'caphv-system/caphv-serving-cert vharvestercluster.kb.io vharvestermachine.kb.io vharvesterclustertemplate.kb.io vharvestermachinetemplate.kb.io' ] &&
@@ -173,20 +180,18 @@ probe=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); p
 manager_pid=$!
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$probe/readyz" >/dev/null && break; sleep 0.2; done
 ca=$(base64 -w0 "$work/certs/ca.crt")
-python3 - "$port" "$ca" >"$work/vwc.json" <<'PY'
-import json, sys
-port, ca = sys.argv[1:3]
-hooks = []
-for kind in ["harvestercluster", "harvestermachine", "harvesterclustertemplate", "harvestermachinetemplate"]:
-    hooks.append({"name": f"v{kind}.kb.io", "admissionReviewVersions": ["v1"], "sideEffects": "None", "failurePolicy": "Fail",
-                  "clientConfig": {"url": f"https://127.0.0.1:{port}/validate-infrastructure-cluster-x-k8s-io-v1alpha1-{kind}", "caBundle": ca},
-                  "namespaceSelector": {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "In",
-                      "values": ["rel-default", "rel-rke2", "rel-rke2-dhcp", "rel-rke2-stig", "rel-kubeadm", "rel-cc"]}]},
-                  "rules": [{"apiGroups": ["infrastructure.cluster.x-k8s.io"], "apiVersions": ["v1alpha1"],
-                             "operations": ["CREATE", "UPDATE"], "resources": [kind + "s"]}]})
-print(json.dumps({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
-                  "metadata": {"name": "caphv-release-test"}, "webhooks": hooks}))
-PY
+# CAPHV's four validating webhooks, served by the local manager, for the test's namespaces.
+jq -n --arg port "$port" --arg ca "$ca" '
+  {apiVersion: "admissionregistration.k8s.io/v1", kind: "ValidatingWebhookConfiguration",
+   metadata: {name: "caphv-release-test"},
+   webhooks: [("harvestercluster", "harvestermachine", "harvesterclustertemplate", "harvestermachinetemplate") as $kind
+     | {name: "v\($kind).kb.io", admissionReviewVersions: ["v1"], sideEffects: "None", failurePolicy: "Fail",
+        clientConfig: {url: "https://127.0.0.1:\($port)/validate-infrastructure-cluster-x-k8s-io-v1alpha1-\($kind)",
+                       caBundle: $ca},
+        namespaceSelector: {matchExpressions: [{key: "kubernetes.io/metadata.name", operator: "In",
+          values: ["rel-default", "rel-rke2", "rel-rke2-dhcp", "rel-rke2-stig", "rel-kubeadm", "rel-cc"]}]},
+        rules: [{apiGroups: ["infrastructure.cluster.x-k8s.io"], apiVersions: ["v1alpha1"],
+                 operations: ["CREATE", "UPDATE"], resources: ["\($kind)s"]}]}]}' >"$work/vwc.json"
 k apply -f "$work/vwc.json" >/dev/null
 mkdir -p "$work/rke2"
 tar -xzf "$RKE2_TARBALL" -C "$work/rke2" --strip-components=1 --wildcards '*/config/crd/bases/*.yaml' ||
