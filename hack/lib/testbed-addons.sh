@@ -104,7 +104,7 @@ tb_capi_install() {
 
 # tb_capi_start NAME: starts the core manager and waits until it is ready.
 tb_capi_start() {
-  local kc comp cdir key webhook_port health_port diag_port deadline
+  local kc comp cdir key webhook_port health_port diag_port
   tb_capi_vars "$1"
   tb_start "$comp" "$CAPI_BIN" --kubeconfig="$kc" \
     --webhook-port="$webhook_port" --webhook-cert-dir="$cdir/certs" \
@@ -121,7 +121,7 @@ tb_capi_start() {
   # infrastructureRef or topology; a v1beta1 one with a ref cannot be the
   # probe: converting it back needs the referenced kind's CRD) and a v1beta1
   # MachineDrainRule, which passes the conversion webhook.
-  local out="" probe="$cdir/probe.yaml"
+  local probe="$cdir/probe.yaml"
   if [ "${CAPI_GENERATION:-1.10}" = 1.10 ]; then
     printf '%s\n' 'apiVersion: cluster.x-k8s.io/v1beta1' 'kind: Cluster' 'metadata:' \
       '  name: testbed-probe' '  namespace: default' 'spec: {}' >"$probe"
@@ -133,18 +133,15 @@ tb_capi_start() {
       'kind: MachineDrainRule' 'metadata:' '  name: testbed-probe' '  namespace: default' \
       'spec:' '  drain:' '    behavior: Skip' >"$probe"
   fi
-  deadline=$(($(date +%s) + TIMEOUT))
-  while :; do
-    if ! tb_http_ok "http://127.0.0.1:$health_port/readyz"; then
-      out="/readyz not OK"
-    elif out=$(kubectl --kubeconfig "$kc" create --dry-run=server -o name -f "$probe" 2>&1); then
-      break
-    fi
-    tb_alive "$comp" || tb_fail_with_log "$comp" "Cluster API manager exited"
-    [ "$(date +%s)" -lt "$deadline" ] ||
-      tb_fail_with_log "$comp" "Cluster API manager not ready after ${TIMEOUT}s (last: $out)"
-    sleep 0.5
-  done
+  tb_wait_until "$comp" "Cluster API manager" tb_webhooks_ready "$health_port" "$kc" "$probe"
+}
+
+# tb_webhooks_ready HEALTH_PORT KUBECONFIG PROBE: a manager answers /readyz on
+# HEALTH_PORT and PROBE passes its webhooks (a server-side dry-run create);
+# else prints why not.
+tb_webhooks_ready() {
+  tb_http_ok "http://127.0.0.1:$1/readyz" || { echo "/readyz not OK"; return 1; }
+  kubectl --kubeconfig "$2" create --dry-run=server -o name -f "$3"
 }
 
 # ---------------------------------------------------------------------------
@@ -181,26 +178,11 @@ tb_start_rke2_manager() {
 # tb_wait_rke2 PART...: until each manager answers /readyz and passes a
 # server-side dry-run create through its webhooks.
 tb_wait_rke2() {
-  local deadline=$(($(date +%s) + TIMEOUT)) part key port pending=("$@") left out=""
-  while [ "${#pending[@]}" -gt 0 ]; do
-    left=()
-    for part in "${pending[@]}"; do
-      key=RKE2_${part^^}_HEALTH_PORT
-      port=${!key}
-      tb_alive "rke2-$part" || tb_fail_with_log "rke2-$part" "RKE2 $part provider exited"
-      if ! tb_http_ok "http://127.0.0.1:$port/readyz"; then
-        out="rke2-$part: /readyz not OK"
-        left+=("$part")
-      elif ! out=$(kubectl --kubeconfig "$DIR/mgmt.kubeconfig" create --dry-run=server -o name \
-        -f "$DIR/rke2/probe-$part.yaml" 2>&1); then
-        left+=("$part")
-      fi
-    done
-    pending=("${left[@]}")
-    [ "${#pending[@]}" -eq 0 ] && break
-    [ "$(date +%s)" -lt "$deadline" ] ||
-      tb_fail_with_log "rke2-${pending[0]}" "RKE2 ${pending[0]} provider not ready after ${TIMEOUT}s (last: $out)"
-    sleep 0.5
+  local part key
+  for part in "$@"; do
+    key=RKE2_${part^^}_HEALTH_PORT
+    tb_wait_until "rke2-$part" "RKE2 $part provider" \
+      tb_webhooks_ready "${!key}" "$DIR/mgmt.kubeconfig" "$DIR/rke2/probe-$part.yaml"
   done
 }
 

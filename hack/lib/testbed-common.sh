@@ -209,13 +209,15 @@ tb_http_ok() { curl -fsS -o /dev/null --max-time 3 "$1" 2>/dev/null; }
 
 # tb_wait_until NAME WHAT CHECK...: runs CHECK every TB_WAIT_STEP seconds
 # (0.5) until it succeeds; dies with NAME's log when process NAME exits
-# ("WHAT exited") or after $TIMEOUT seconds ("WHAT not ready").
+# ("WHAT exited") or after $TIMEOUT seconds ("WHAT not ready", with what the
+# last CHECK printed). The one wait loop of the bed.
 tb_wait_until() {
-  local name=$1 what=$2 deadline=$(($(date +%s) + TIMEOUT))
+  local name=$1 what=$2 deadline=$(($(date +%s) + TIMEOUT)) out=""
   shift 2
-  until "$@"; do
+  until out=$("$@" 2>&1); do
     tb_alive "$name" || tb_fail_with_log "$name" "$what exited"
-    [ "$(date +%s)" -lt "$deadline" ] || tb_fail_with_log "$name" "$what not ready after ${TIMEOUT}s"
+    [ "$(date +%s)" -lt "$deadline" ] ||
+      tb_fail_with_log "$name" "$what not ready after ${TIMEOUT}s${out:+ (last: $out)}"
     sleep "${TB_WAIT_STEP:-0.5}"
   done
 }
