@@ -186,24 +186,28 @@ Status Guests::RenewLease(const std::string& vm_key, const Object& node, millise
 }
 
 std::string Guests::KubeletReachable(const std::string& host) const {
-  std::map<std::string, Guest> guests;
+  // The guest answering at `host`, found under the lock; the caches are read
+  // after it.
+  std::string key;
   {
     std::lock_guard lock(mu_);
-    guests = guests_;
-  }
-  for (const auto& [key, g] : guests) {
-    if (g.node != host && !addresses_.Of(key).contains(host)) continue;
-    const auto req = kube::Request::FromKey(key);
-    auto vm = ctx_.cache.vms->store().Get(req.ns, req.name);
-    if (!vm || Deleting(*vm)) return "guest " + host + " is gone";
-    if (GuestDied(*vm)) return "guest " + host + " does not answer (dead)";
-    auto vmi = ctx_.cache.vmis->store().Get(req.ns, req.name);
-    if (!vmi || StatusOf(*vmi).value("phase", "") != "Running") {
-      return "guest " + host + " is not running";
+    for (const auto& [vm_key, g] : guests_) {
+      if (g.node == host || addresses_.Of(vm_key).contains(host)) {
+        key = vm_key;
+        break;
+      }
     }
-    return "";
   }
-  return "no guest " + host;
+  if (key.empty()) return "no guest " + host;
+  const auto req = kube::Request::FromKey(key);
+  auto vm = ctx_.cache.vms->store().Get(req.ns, req.name);
+  if (!vm || Deleting(*vm)) return "guest " + host + " is gone";
+  if (GuestDied(*vm)) return "guest " + host + " does not answer (dead)";
+  auto vmi = ctx_.cache.vmis->store().Get(req.ns, req.name);
+  if (!vmi || StatusOf(*vmi).value("phase", "") != "Running") {
+    return "guest " + host + " is not running";
+  }
+  return "";
 }
 
 void Guests::KillEtcd(const std::string& vm_key, bool powered_off) {

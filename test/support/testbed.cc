@@ -121,6 +121,15 @@ int RunCommand(const std::string& command, std::string* output) {
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
 
+int ApplyCrds(const std::string& kubeconfig, std::string* output) {
+  const std::string kubectl = "kubectl --kubeconfig '" + kubeconfig + "' ";
+  const std::string crds = SourcePath("config/crd/bases");
+  if (int rc = RunCommand(kubectl + "apply --server-side --force-conflicts -f " + crds, output)) {
+    return rc;
+  }
+  return RunCommand(kubectl + "wait --for condition=established --timeout=60s -f " + crds, output);
+}
+
 std::string BuildPath(std::string_view relative) {
   std::string base = Env("CAPHV_BUILD_DIR");
   if (base.empty()) base = "build";

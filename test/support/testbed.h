@@ -76,6 +76,12 @@ std::string UnusedPoolPrefix(kube::Client& harvester, const std::string& first_t
 // Runs a shell command; returns its exit code and, if given, its stdout+stderr.
 int RunCommand(const std::string& command, std::string* output = nullptr);
 
+// Applies CAPHV's CRDs (config/crd/bases, server-side, idempotent: suites
+// share a bed) with `kubeconfig` and waits until they are established;
+// returns the first failing kubectl's exit code (0 when both succeeded) and,
+// if given, its output.
+int ApplyCrds(const std::string& kubeconfig, std::string* output = nullptr);
+
 // Path of a built executable: $CAPHV_BUILD_DIR/<relative>.
 std::string BuildPath(std::string_view relative);
 // Path inside the source tree: $CAPHV_SOURCE_DIR/<relative>, else found

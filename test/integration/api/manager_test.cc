@@ -50,19 +50,8 @@ class ManagerProcessTest : public ::testing::Test {
   // The CAPHV CRDs: a manager is ready only once its caches synced, which
   // needs them (idempotent: other suites apply them too).
   static void SetUpTestSuite() {
-    const std::string kubectl =
-        "kubectl --kubeconfig '" + Testbed::Get().KubeconfigPath(kMgmt) + "' ";
     std::string out;
-    ASSERT_EQ(RunCommand(kubectl + "apply --server-side --force-conflicts -f " +
-                             SourcePath("config/crd/bases"),
-                         &out),
-              0)
-        << out;
-    ASSERT_EQ(RunCommand(kubectl + "wait --for condition=established --timeout=60s -f " +
-                             SourcePath("config/crd/bases"),
-                         &out),
-              0)
-        << out;
+    ASSERT_EQ(ApplyCrds(Testbed::Get().KubeconfigPath(kMgmt), &out), 0) << out;
   }
 
   void SetUp() override {

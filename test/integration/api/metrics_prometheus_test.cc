@@ -122,17 +122,7 @@ class MetricsPrometheusTest : public ::testing::Test {
     dir_ = fs::temp_directory_path() / UniqueName("caphv-metrics-test");
     fs::create_directories(dir_);
     std::string out;
-    const std::string kubectl = "kubectl --kubeconfig '" + admin_kubeconfig_ + "' ";
-    ASSERT_EQ(RunCommand(kubectl + "apply --server-side --force-conflicts -f " +
-                             SourcePath("config/crd/bases"),
-                         &out),
-              0)
-        << out;
-    ASSERT_EQ(RunCommand(kubectl + "wait --for condition=established --timeout=60s -f " +
-                             SourcePath("config/crd/bases"),
-                         &out),
-              0)
-        << out;
+    ASSERT_EQ(ApplyCrds(admin_kubeconfig_, &out), 0) << out;
   }
 
   void TearDown() override {

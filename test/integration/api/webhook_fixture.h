@@ -79,18 +79,7 @@ class WebhookFixture : public ::testing::Test {
 
     // CRDs.
     std::string out;
-    ASSERT_EQ(
-        Kubectl("apply --server-side --force-conflicts -f " + SourcePath("config/crd/bases"), &out),
-        0)
-        << out;
-    ASSERT_EQ(Kubectl("wait --for condition=established --timeout=60s "
-                      "crd/harvesterclusters.infrastructure.cluster.x-k8s.io "
-                      "crd/harvestermachines.infrastructure.cluster.x-k8s.io "
-                      "crd/harvesterclustertemplates.infrastructure.cluster.x-k8s.io "
-                      "crd/harvestermachinetemplates.infrastructure.cluster.x-k8s.io",
-                      &out),
-              0)
-        << out;
+    ASSERT_EQ(ApplyCrds(kubeconfig_, &out), 0) << out;
 
     // Manager with webhooks on a test certificate.
     ASSERT_TRUE(MakeServingCerts(dir_ / "certs", &out)) << out;

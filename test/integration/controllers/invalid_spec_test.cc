@@ -37,16 +37,8 @@ class InvalidSpecTest : public ::testing::Test {
  protected:
   // The CAPHV CRDs (idempotent: other suites apply them too).
   static void SetUpTestSuite() {
-    const std::string kubectl =
-        "kubectl --kubeconfig '" + Testbed::Get().KubeconfigPath(caphv::testing::kMgmt) + "' ";
-    const std::string crds = caphv::testing::SourcePath("config/crd/bases");
     std::string out;
-    ASSERT_EQ(caphv::testing::RunCommand(
-                  kubectl + "apply --server-side --force-conflicts -f " + crds, &out),
-              0)
-        << out;
-    ASSERT_EQ(caphv::testing::RunCommand(
-                  kubectl + "wait --for condition=established --timeout=60s -f " + crds, &out),
+    ASSERT_EQ(caphv::testing::ApplyCrds(Testbed::Get().KubeconfigPath(caphv::testing::kMgmt), &out),
               0)
         << out;
   }

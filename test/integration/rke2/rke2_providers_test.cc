@@ -85,18 +85,8 @@ class Rke2ProvidersTest : public ::testing::Test {
     auto& bed = Testbed::Get();
     if (bed.EnvValue("WITH_RKE2") != "1") return;
     // The CAPHV CRDs (idempotent: other suites apply them too).
-    const std::string kubectl = "kubectl --kubeconfig '" + bed.KubeconfigPath(kMgmt) + "' ";
     std::string out;
-    ASSERT_EQ(RunCommand(kubectl + "apply --server-side --force-conflicts -f " +
-                             SourcePath("config/crd/bases") + " 2>&1",
-                         &out),
-              0)
-        << out;
-    ASSERT_EQ(RunCommand(kubectl + "wait --for condition=established --timeout=60s -f " +
-                             SourcePath("config/crd/bases") + " 2>&1",
-                         &out),
-              0)
-        << out;
+    ASSERT_EQ(ApplyCrds(bed.KubeconfigPath(kMgmt), &out), 0) << out;
   }
 
   void SetUp() override {
