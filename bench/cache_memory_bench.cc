@@ -6,13 +6,17 @@
 // demo (`make demo`: a control-plane machine of ClusterClass harvester-rke2,
 // its Secrets' data left out, since no cache keeps it).
 //
-//   BM_CachedBytesPerObject/<i>  the i-th kind of the file: 1000 copies (each
+//   BM_CachedBytesPerObject/<i>/<packed>
+//                                the i-th kind of the file: 1000 copies (each
 //                                its own name) pass CompactObject and the
 //                                manager's transform for that kind, exactly
 //                                as its informer caches them, into a
-//                                kube::Store. Counters: KiB of heap per
-//                                cached object (mallinfo2 delta / 1000) and
-//                                KiB of its JSON text once compacted.
+//                                kube::Store, plain (0) or packed (1, as the
+//                                manager keeps its per-machine caches).
+//                                Counters: KiB of heap per cached object
+//                                (mallinfo2 delta / 1000), KiB of its JSON
+//                                text once compacted, and microseconds per
+//                                read (Get) of one.
 //
 // Run (from the checkout; or from the build directory without the variable):
 //   CAPHV_SOURCE_DIR=$PWD build/bench/cache_memory_bench --benchmark_counters_tabular=true
@@ -22,6 +26,7 @@
 #include <benchmark/benchmark.h>
 #include <malloc.h>
 
+#include <chrono>
 #include <fstream>
 #include <functional>
 #include <sstream>
@@ -102,6 +107,7 @@ const std::vector<kube::Object>& Fixtures() {
 
 void BM_CachedBytesPerObject(benchmark::State& state) {
   const auto index = static_cast<size_t>(state.range(0));
+  const bool packed = state.range(1) != 0;
   const CachedKind& kind = Kinds().at(index);
   if (Fixtures().empty()) {
     state.SkipWithError(("cannot read a List from " + FixturePath() +
@@ -115,26 +121,37 @@ void BM_CachedBytesPerObject(benchmark::State& state) {
     return;
   }
   state.SetLabel(kind.label);
-  double per_object = 0, text = 0;
+  double per_object = 0, text = 0, read_us = 0;
   for (auto _ : state) {
     const size_t before = HeapInUse();
     {
-      kube::Store store;
+      kube::Store store({{std::string(kube::kNamespaceIndex), kube::IndexByNamespace}}, packed);
+      std::vector<std::string> keys;
       for (int i = 0; i < kCopies; ++i) {
         kube::Object o = fixture;
         o["metadata"]["name"] = o["metadata"].value("name", "") + "-" + std::to_string(i);
         kube::CompactObject(o);
         if (kind.transform) kind.transform(o);
         if (i == 0) text = static_cast<double>(o.dump().size());
+        keys.push_back(kube::KeyOf(o));
         store.Upsert(std::make_shared<const kube::Object>(std::move(o)));
       }
       per_object = static_cast<double>(HeapInUse() - before) / kCopies;
+      const auto start = std::chrono::steady_clock::now();
+      for (const auto& key : keys) benchmark::DoNotOptimize(store.Get(key));
+      read_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+                    .count() /
+                kCopies;
     }
   }
   state.counters["heap_KiB_per_object"] = per_object / 1024;
   state.counters["json_KiB_compacted"] = text / 1024;
+  state.counters["read_us"] = read_us;
 }
-BENCHMARK(BM_CachedBytesPerObject)->DenseRange(0, 7)->Iterations(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_CachedBytesPerObject)
+    ->ArgsProduct({benchmark::CreateDenseRange(0, 7, 1), {0, 1}})
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace caphv

@@ -39,7 +39,9 @@ std::string CrdName(Kind kind) {
 }
 
 kube::GroupVersionResource ResourceOf(Kind kind) {
-  return {std::string(kGroup), std::string(kVersion), std::string(InfoOf(kind).plural), true};
+  const KindInfo& info = InfoOf(kind);
+  return {std::string(kGroup), std::string(kVersion), std::string(info.plural), true,
+          std::string(info.name)};
 }
 
 template <typename T>

@@ -39,9 +39,9 @@ inline constexpr std::string_view kCapiGroup = "cluster.x-k8s.io";
 // reads Clusters and Machines at the newest version the management cluster
 // serves instead (controllers::CapiVersionServed); these are the fallback.
 inline const kube::GroupVersionResource kCapiClusters{"cluster.x-k8s.io", "v1beta1", "clusters",
-                                                      true};
+                                                      true, "Cluster"};
 inline const kube::GroupVersionResource kCapiMachines{"cluster.x-k8s.io", "v1beta1", "machines",
-                                                      true};
+                                                      true, "Machine"};
 
 // Name of the ownerReference of `kind` in group cluster.x-k8s.io; "" if none.
 std::string CapiOwnerName(const kube::Object& o, std::string_view kind);

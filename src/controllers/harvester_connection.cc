@@ -36,6 +36,11 @@ std::optional<kube::Request> OwnerOf(const kube::Object& o) {
 
 constexpr std::string_view kServiceAccountTokenType = "kubernetes.io/service-account-token";
 
+// A VM's disks are its PVCs "<vm>-disk-<index>-<hash>" (harvester::PvcName).
+constexpr std::string_view kDiskInfix = "-disk-";
+// PVC index: "<namespace>/<vm>" of the VM a PVC is a disk of.
+constexpr std::string_view kDiskOwnerIndex = "disk-owner";
+
 kube::EventHandler MapHandler(const std::function<void(const kube::Object&)>& f) {
   kube::EventHandler h;
   h.on_add = [f](const kube::ObjectPtr& o, bool) { f(*o); };
@@ -58,6 +63,12 @@ void CompactPvc(kube::Object& pvc) {
                        {"metadata", "resourceVersion"}});
 }
 
+std::string DiskOwnerOf(std::string_view pvc_name) {
+  const size_t at = pvc_name.rfind(kDiskInfix);
+  return at == std::string_view::npos || at == 0 ? std::string()
+                                                 : std::string(pvc_name.substr(0, at));
+}
+
 void CompactHost(kube::Object& node) {
   kube::KeepOnly(node, {{"metadata", "name"},
                         {"metadata", "resourceVersion"},
@@ -78,21 +89,30 @@ std::string KubeconfigServer(const std::string& kubeconfig) {
 Connection::Connection(std::shared_ptr<kube::Client> client, std::string kubeconfig,
                        const ConnectionCallbacks& callbacks)
     : client_(std::move(client)), kubeconfig_(std::move(kubeconfig)), callbacks_(callbacks) {
+  // The collections with an object or more per machine are cached packed.
   auto make = [this](const kube::GroupVersionResource& gvr, std::string label,
-                     std::function<void(kube::Object&)> transform = {}) {
+                     std::function<void(kube::Object&)> transform = {}, bool packed = false,
+                     kube::Indexers indexers = {}) {
     kube::InformerOptions o;
     o.gvr = gvr;
     o.label_selector = std::move(label);
     o.transform = std::move(transform);
+    o.packed = packed;
+    o.indexers = std::move(indexers);
     return std::make_shared<kube::Informer>(client_, std::move(o));
   };
-  vms_ = make(harvester::kVirtualMachines, ManagedSelector(), harvester::CompactVm);
-  vmis_ = make(harvester::kVirtualMachineInstances, ManagedSelector(), harvester::CompactVmi);
+  vms_ = make(harvester::kVirtualMachines, ManagedSelector(), harvester::CompactVm, true);
+  vmis_ = make(harvester::kVirtualMachineInstances, ManagedSelector(), harvester::CompactVmi, true);
   // Every LoadBalancer: the Go provider's carry no labels and are adopted.
   lbs_ = make(harvester::kLoadBalancers, "");
-  secrets_ = make(kube::resources::kSecrets, ManagedSelector(), CompactManagedSecret);
+  secrets_ = make(kube::resources::kSecrets, ManagedSelector(), CompactManagedSecret, true);
   pools_ = make(harvester::kIPPools, "");
-  pvcs_ = make(kube::resources::kPersistentVolumeClaims, "", CompactPvc);
+  pvcs_ = make(kube::resources::kPersistentVolumeClaims, "", CompactPvc, true,
+               {{std::string(kDiskOwnerIndex), [](const kube::Object& pvc) {
+                   const std::string owner = DiskOwnerOf(kube::NameOf(pvc));
+                   if (owner.empty()) return std::vector<std::string>{};
+                   return std::vector<std::string>{kube::NamespaceOf(pvc) + "/" + owner};
+                 }}});
   hosts_ = make(kube::resources::kNodes, "", CompactHost);
 
   auto machine = [this](const kube::Object& o) {
@@ -212,6 +232,11 @@ void Connection::WakePvcWaiters(const std::string& pvc_key) {
   }
   if (!callbacks_.machine_event) return;
   for (const auto& key : waiters) callbacks_.machine_event(kube::Request::FromKey(key));
+}
+
+std::vector<kube::ObjectPtr> Connection::Disks(const std::string& ns, const std::string& vm) const {
+  auto disks = pvcs_->store().ByIndex(kDiskOwnerIndex, ns + "/" + vm);
+  return disks.ok() ? std::move(disks).value() : std::vector<kube::ObjectPtr>{};
 }
 
 std::optional<std::vector<harvester::Host>> Connection::hosts() const {

@@ -179,20 +179,27 @@ kube::StatusOr<std::unique_ptr<Controllers>> Controllers::New(std::shared_ptr<ku
 
   const std::string filter =
       options.watch_filter.empty() ? "" : "cluster.x-k8s.io/watch-filter=" + options.watch_filter;
+  // The collections with an object or more per machine are cached packed,
+  // the machines indexed by their cluster.
+  const std::string cluster_label(kClusterNameLabel);
   auto informer = [&](const kube::GroupVersionResource& gvr, bool filtered, bool resync,
-                      std::function<void(Object&)> transform = {}) {
+                      std::function<void(Object&)> transform = {}, bool per_machine = false) {
     kube::InformerOptions o;
     o.gvr = gvr;
     o.ns = options.watch_namespace;
     if (filtered) o.label_selector = filter;
     if (resync) o.resync_period = options.sync_period;
     o.transform = std::move(transform);
+    o.packed = per_machine;
+    if (per_machine) {
+      o.indexers = {{kube::LabelIndexName(cluster_label), kube::IndexByLabel(cluster_label)}};
+    }
     return std::make_shared<kube::Informer>(mgmt, std::move(o));
   };
   ctx.harvester_clusters =
       informer(api::ResourceOf(api::Kind::kHarvesterCluster), true, /*resync=*/true);
-  ctx.harvester_machines =
-      informer(api::ResourceOf(api::Kind::kHarvesterMachine), true, /*resync=*/true);
+  ctx.harvester_machines = informer(api::ResourceOf(api::Kind::kHarvesterMachine), true,
+                                    /*resync=*/true, {}, /*per_machine=*/true);
   // Clusters and Machines at the newest version served: v1beta1 stops being
   // served in 2027, and v1beta2 keeps what CAPHV reads at the same paths.
   {
@@ -204,13 +211,14 @@ kube::StatusOr<std::unique_ptr<Controllers>> Controllers::New(std::shared_ptr<ku
   capi_clusters.version = capi_machines.version = impl->capi_version;
   ctx.publish_failure_domains = impl->capi_version == "v1beta2";
   ctx.clusters = informer(capi_clusters, true, false);
-  ctx.machines = informer(capi_machines, true, false, CompactMachine);
+  ctx.machines = informer(capi_machines, true, false, CompactMachine, /*per_machine=*/true);
   {
     kube::InformerOptions o;
     o.gvr = kube::resources::kSecrets;
     o.ns = options.watch_namespace;
     // Keys and resourceVersions only: never keep Secret data in memory.
     o.transform = kube::CompactPoolSecret;
+    o.packed = true;
     ctx.secrets = std::make_shared<kube::Informer>(mgmt, std::move(o));
   }
   if (auto st = ctx.harvester_clusters->AddIndexers(
@@ -259,7 +267,6 @@ kube::StatusOr<std::unique_ptr<Controllers>> Controllers::New(std::shared_ptr<ku
   wc.wake = [&machines](const Request& r) { machines.Enqueue(r); };
   ctx.workloads = std::make_shared<workload::WorkloadClusters>(mgmt, ctx.secrets, wc);
 
-  const std::string cluster_label(kClusterNameLabel);
   auto labelled = [cluster_label](std::shared_ptr<kube::Informer> target, bool from_cluster) {
     return [target, cluster_label, from_cluster](const Object& o) -> std::vector<Request> {
       std::string cluster = from_cluster ? kube::NameOf(o) : std::string();

@@ -14,20 +14,21 @@
 namespace caphv::harvester {
 
 inline const kube::GroupVersionResource kVirtualMachines{"kubevirt.io", "v1", "virtualmachines",
-                                                         true};
-inline const kube::GroupVersionResource kVirtualMachineInstances{"kubevirt.io", "v1",
-                                                                 "virtualmachineinstances", true};
-inline const kube::GroupVersionResource kVirtualMachineImages{"harvesterhci.io", "v1beta1",
-                                                              "virtualmachineimages", true};
-inline const kube::GroupVersionResource kKeyPairs{"harvesterhci.io", "v1beta1", "keypairs", true};
+                                                         true, "VirtualMachine"};
+inline const kube::GroupVersionResource kVirtualMachineInstances{
+    "kubevirt.io", "v1", "virtualmachineinstances", true, "VirtualMachineInstance"};
+inline const kube::GroupVersionResource kVirtualMachineImages{
+    "harvesterhci.io", "v1beta1", "virtualmachineimages", true, "VirtualMachineImage"};
+inline const kube::GroupVersionResource kKeyPairs{"harvesterhci.io", "v1beta1", "keypairs", true,
+                                                  "KeyPair"};
 inline const kube::GroupVersionResource kIPPools{"loadbalancer.harvesterhci.io", "v1beta1",
-                                                 "ippools", false};
+                                                 "ippools", false, "IPPool"};
 inline const kube::GroupVersionResource kLoadBalancers{"loadbalancer.harvesterhci.io", "v1beta1",
-                                                       "loadbalancers", true};
+                                                       "loadbalancers", true, "LoadBalancer"};
 // The API tokens of Harvester's embedded Rancher (cluster-scoped): where a
 // "<name>:<key>" token of a downloaded kubeconfig keeps its expiry.
 inline const kube::GroupVersionResource kRancherTokens{"management.cattle.io", "v3", "tokens",
-                                                       false};
+                                                       false, "Token"};
 
 // Annotation CAPHV puts on the Harvester objects it creates, naming the
 // management-cluster object they belong to ("<namespace>/<name>"), so watch

@@ -137,7 +137,13 @@ StatusOr<ObjectList> Client::List(const GroupVersionResource& gvr, std::string_v
   std::vector<size_t> kindless;
   Object rest = ParseUntrustedList(text, [&](Object&& item) {
     if (!item.contains("apiVersion")) item["apiVersion"] = gvr.ApiVersion();
-    if (!item.contains("kind")) kindless.push_back(list.items.size());
+    if (!item.contains("kind")) {
+      if (gvr.kind.empty()) {
+        kindless.push_back(list.items.size());
+      } else {
+        item["kind"] = gvr.kind;
+      }
+    }
     if (each) each(item);
     list.items.push_back(std::move(item));
   });

@@ -70,7 +70,13 @@ void HeapReleaser::Run(std::stop_token stop, const log::Logger& logger) {
   // wait_for returns the predicate's value, also when the stop is requested.
   while (!cv.wait_for(lock, stop, options_.period, [&] { return stop.stop_requested(); })) {
     const HeapStats before = ReadHeapStats();
-    if (before.resident_anon == 0 || !Decide(before)) continue;
+    if (before.resident_anon == 0) continue;
+    const bool release = Decide(before);
+    logger.V(2).Info("Heap", {{"inUseMiB", MiB(before.in_use_bytes)},
+                              {"residentAnonMiB", MiB(before.resident_anon)},
+                              {"floorMiB", MiB(floor_)},
+                              {"release", release ? "true" : "false"}});
+    if (!release) continue;
     const auto start = std::chrono::steady_clock::now();
     ReleaseFreeHeap();
     const HeapStats after = ReadHeapStats();

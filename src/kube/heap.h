@@ -76,8 +76,8 @@ class HeapReleaser {
   void Released(const HeapStats& after) { floor_ = after.Unused(); }
   uint64_t floor() const { return floor_; }
 
-  // Every `period` until `stop`: reads the stats, releases when Decide()
-  // says so, and logs (V(1)) what it gave back.
+  // Every `period` until `stop`: reads the stats (logged at V(2)), releases
+  // when Decide() says so, and logs (V(1)) what it gave back.
   void Run(std::stop_token stop, const log::Logger& logger);
 
  private:

@@ -89,7 +89,7 @@ Informer::Informer(std::shared_ptr<Client> client, InformerOptions options)
       log_(log::Root()
                .WithName("informer")
                .WithValues({{"resource", options_.gvr.resource}, {"namespace", options_.ns}})),
-      store_(WithNamespaceIndex(options_.indexers)),
+      store_(WithNamespaceIndex(options_.indexers), options_.packed),
       reflector_(std::move(client), ToReflectorOptions(options_), *this) {}
 
 Informer::~Informer() { Stop(); }
@@ -194,10 +194,14 @@ bool Informer::WaitForSync(std::chrono::milliseconds timeout, std::stop_token st
 void Informer::PrepareListed(Object& item) {
   CompactObject(item);
   if (options_.transform) options_.transform(item);
+  // Packed now unless its kind is still to come (a resource without a known
+  // kind: the client adds it after the page, and the store packs it then).
+  if (store_.packed() && item.contains("kind")) item = Object::binary(Object::to_msgpack(item));
 }
 
 ObjectPtr Informer::Prepare(Object&& o) {
-  PrepareListed(o);
+  CompactObject(o);
+  if (options_.transform) options_.transform(o);
   return std::make_shared<const Object>(std::move(o));
 }
 
@@ -239,20 +243,21 @@ void Informer::Replace(std::vector<Object> items, const std::string& resource_ve
   }
   unannounced_.clear();
   applied_rv_ = resource_version;
-  for (const ObjectPtr& obj : objects) {
+  // A packed store's objects are decoded one at a time, for their handlers.
+  for (ObjectPtr& listed : objects) {
+    const ObjectPtr obj = Unpack(std::move(listed));
     auto it = previous.find(KeyOf(*obj));
     if (it == previous.end()) {
       DispatchAdd(obj, initial);
       continue;
     }
     // Same resourceVersion: nothing happened to it while we were away.
-    if (ResourceVersionOf(*it->second) != ResourceVersionOf(*obj)) {
-      DispatchUpdate(it->second, obj);
-    }
+    const ObjectPtr before = Unpack(std::move(it->second));
     previous.erase(it);
+    if (ResourceVersionOf(*before) != ResourceVersionOf(*obj)) DispatchUpdate(before, obj);
   }
   // Cached but no longer listed: deleted while we were not watching.
-  for (auto& [key, obj] : previous) DispatchDelete({key, obj, true});
+  for (auto& [key, obj] : previous) DispatchDelete({key, Unpack(std::move(obj)), true});
   {
     std::lock_guard<std::mutex> s(sync_mu_);
     synced_ = true;
@@ -338,7 +343,10 @@ bool Informer::RecordWrite(const Object& written) {
 
 void Informer::Resync() {
   std::lock_guard<std::mutex> g(dispatch_mu_);
-  for (const ObjectPtr& obj : store_.List()) DispatchUpdate(obj, obj);
+  // Key by key: a packed store's objects are decoded one at a time.
+  for (const std::string& key : store_.ListKeys()) {
+    if (ObjectPtr obj = store_.Get(key)) DispatchUpdate(obj, obj);
+  }
 }
 
 }  // namespace caphv::kube

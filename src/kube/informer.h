@@ -69,6 +69,9 @@ struct InformerOptions {
   Clock::Duration resync_period = Clock::Duration::zero();  // zero = never
   // Applied to each object after CompactObject, before it is cached.
   std::function<void(Object&)> transform;
+  // Cache objects packed (see Store): for large collections read a few
+  // objects at a time.
+  bool packed = false;
   Indexers indexers;  // in addition to the namespace index
   int64_t page_size = 500;
   Backoff::Options backoff;
@@ -125,8 +128,8 @@ class Informer final : private ReflectorSink {
 
   // The reflector's entry points, public so that unit tests can drive the
   // cache and handler semantics without an apiserver. Not for other callers.
-  // PrepareListed compacts and transforms one listed item; Replace takes the
-  // items as PrepareListed left them.
+  // PrepareListed compacts and transforms one listed item (and packs it for
+  // a packed store); Replace takes the items as PrepareListed left them.
   void PrepareListed(Object& item) override;
   void Replace(std::vector<Object> items, const std::string& resource_version) override;
   void Apply(WatchEvent event) override;

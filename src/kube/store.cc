@@ -42,6 +42,18 @@ void CompactObject(Object& o) {
   ShrinkArrays(o);
 }
 
+ObjectPtr Pack(const Object& o) {
+  std::vector<std::uint8_t> bytes = Object::to_msgpack(o);
+  bytes.shrink_to_fit();
+  return std::make_shared<const Object>(Object::binary(std::move(bytes)));
+}
+
+ObjectPtr Unpack(ObjectPtr stored) {
+  if (!stored || !stored->is_binary()) return stored;
+  const auto& bytes = stored->get_binary();
+  return std::make_shared<const Object>(Object::from_msgpack(bytes.begin(), bytes.end()));
+}
+
 bool LabelsMatch(const Object& o, const std::map<std::string, std::string>& selector) {
   if (selector.empty()) return true;
   auto md = o.find("metadata");
@@ -59,7 +71,7 @@ bool LabelsMatch(const Object& o, const std::map<std::string, std::string>& sele
 
 Store::Store() : Store(Indexers{{std::string(kNamespaceIndex), IndexByNamespace}}) {}
 
-Store::Store(Indexers indexers) : indexers_(std::move(indexers)) {
+Store::Store(Indexers indexers, bool packed) : packed_(packed), indexers_(std::move(indexers)) {
   for (const auto& [name, fn] : indexers_) indices_[name];
 }
 
@@ -80,29 +92,47 @@ Status Store::AddIndexers(const Indexers& indexers) {
   return Status::Ok();
 }
 
-void Store::IndexLocked(const std::string& key, const Object* old_obj, const Object* new_obj) {
+Store::IndexValuesOf Store::ValuesOf(const Object* obj) const {
+  IndexValuesOf out;
+  out.reserve(indexers_.size());
   for (const auto& [name, fn] : indexers_) {
+    out.push_back(obj ? fn(*obj) : std::vector<std::string>{});
+  }
+  return out;
+}
+
+void Store::IndexLocked(const std::string& key, const IndexValuesOf& old_values,
+                        const IndexValuesOf& new_values) {
+  size_t i = 0;
+  for (const auto& [name, fn] : indexers_) {
+    const std::vector<std::string>& before = old_values.at(i);
+    const std::vector<std::string>& after = new_values.at(i);
+    ++i;
+    if (before == after) continue;
     Index& index = indices_.find(name)->second;
-    std::vector<std::string> old_values = old_obj ? fn(*old_obj) : std::vector<std::string>{};
-    std::vector<std::string> new_values = new_obj ? fn(*new_obj) : std::vector<std::string>{};
-    if (old_values == new_values) continue;
-    for (const auto& v : old_values) {
+    for (const auto& v : before) {
       auto it = index.find(v);
       if (it == index.end()) continue;
       it->second.erase(key);
       if (it->second.empty()) index.erase(it);
     }
-    for (const auto& v : new_values) index[v].insert(key);
+    for (const auto& v : after) index[v].insert(key);
   }
 }
 
+ObjectPtr Store::Stored(ObjectPtr obj) const {
+  return packed_ && !obj->is_binary() ? Pack(*obj) : obj;
+}
+
 ObjectPtr Store::Upsert(ObjectPtr obj) {
-  std::string key = KeyOf(*obj);
+  ObjectPtr plain = Unpack(obj);
+  ObjectPtr stored = Stored(std::move(obj));
+  std::string key = KeyOf(*plain);
   std::unique_lock lock(mu_);
   ObjectPtr& slot = items_[key];
-  ObjectPtr old = std::move(slot);
-  IndexLocked(key, old.get(), obj.get());
-  slot = std::move(obj);
+  ObjectPtr old = Unpack(std::move(slot));
+  IndexLocked(key, ValuesOf(old.get()), ValuesOf(plain.get()));
+  slot = std::move(stored);
   return old;
 }
 
@@ -110,31 +140,48 @@ ObjectPtr Store::Delete(const std::string& key) {
   std::unique_lock lock(mu_);
   auto it = items_.find(key);
   if (it == items_.end()) return nullptr;
-  ObjectPtr old = std::move(it->second);
+  ObjectPtr old = Unpack(std::move(it->second));
   items_.erase(it);
-  IndexLocked(key, old.get(), nullptr);
+  IndexLocked(key, ValuesOf(old.get()), ValuesOf(nullptr));
   return old;
 }
 
 std::unordered_map<std::string, ObjectPtr> Store::Replace(std::vector<ObjectPtr> objects) {
+  std::unique_lock lock(mu_);
   std::unordered_map<std::string, ObjectPtr> fresh;
   fresh.reserve(objects.size());
-  for (auto& o : objects) {
-    std::string key = KeyOf(*o);
-    fresh[std::move(key)] = std::move(o);
-  }
-  std::unique_lock lock(mu_);
   for (auto& [name, index] : indices_) index.clear();
-  for (const auto& [key, obj] : fresh) IndexLocked(key, nullptr, obj.get());
+  const IndexValuesOf none = ValuesOf(nullptr);
+  for (auto& o : objects) {
+    // A packed object is decoded for its key and index values only.
+    ObjectPtr plain = Unpack(o);
+    std::string key = KeyOf(*plain);
+    IndexLocked(key, none, ValuesOf(plain.get()));
+    plain.reset();
+    fresh[std::move(key)] = Stored(std::move(o));
+  }
   std::swap(items_, fresh);
   return fresh;
 }
 
 ObjectPtr Store::Get(const std::string& key) const {
-  std::shared_lock lock(mu_);
-  auto it = items_.find(key);
-  return it == items_.end() ? nullptr : it->second;
+  ObjectPtr stored;
+  {
+    std::shared_lock lock(mu_);
+    auto it = items_.find(key);
+    if (it == items_.end()) return nullptr;
+    stored = it->second;
+  }
+  return Unpack(std::move(stored));
 }
+
+namespace {
+// Decodes, outside the store's lock, what a read collected under it.
+std::vector<ObjectPtr> Unpacked(std::vector<ObjectPtr> stored) {
+  for (auto& o : stored) o = Unpack(std::move(o));
+  return stored;
+}
+}  // namespace
 
 ObjectPtr Store::Get(std::string_view ns, std::string_view name) const {
   std::string key = ns.empty() ? std::string(name) : std::string(ns) + "/" + std::string(name);
@@ -142,34 +189,57 @@ ObjectPtr Store::Get(std::string_view ns, std::string_view name) const {
 }
 
 std::vector<ObjectPtr> Store::List() const {
-  std::shared_lock lock(mu_);
   std::vector<ObjectPtr> out;
-  out.reserve(items_.size());
-  for (const auto& [key, obj] : items_) out.push_back(obj);
-  return out;
+  {
+    std::shared_lock lock(mu_);
+    out.reserve(items_.size());
+    for (const auto& [key, obj] : items_) out.push_back(obj);
+  }
+  return Unpacked(std::move(out));
 }
 
 std::vector<ObjectPtr> Store::List(std::string_view ns) const {
   if (ns.empty()) return List();
-  std::shared_lock lock(mu_);
   std::vector<ObjectPtr> out;
-  auto idx = indices_.find(kNamespaceIndex);
-  if (idx != indices_.end()) {
-    auto keys = idx->second.find(std::string(ns));
-    if (keys == idx->second.end()) return out;
-    for (const auto& k : keys->second) out.push_back(items_.at(k));
-    return out;
+  {
+    std::shared_lock lock(mu_);
+    auto idx = indices_.find(kNamespaceIndex);
+    if (idx != indices_.end()) {
+      auto keys = idx->second.find(std::string(ns));
+      if (keys == idx->second.end()) return out;
+      for (const auto& k : keys->second) out.push_back(items_.at(k));
+    } else {
+      const std::string prefix = std::string(ns) + "/";
+      for (const auto& [key, obj] : items_) {
+        if (key.starts_with(prefix)) out.push_back(obj);
+      }
+    }
   }
-  for (const auto& [key, obj] : items_) {
-    if (NamespaceOf(*obj) == ns) out.push_back(obj);
-  }
-  return out;
+  return Unpacked(std::move(out));
 }
 
 std::vector<ObjectPtr> Store::ListByLabels(
     std::string_view ns, const std::map<std::string, std::string>& selector) const {
+  std::vector<ObjectPtr> candidates;
+  bool indexed = false;
+  {
+    // A label index of one of the selector's keys narrows what is decoded.
+    std::shared_lock lock(mu_);
+    for (const auto& [k, v] : selector) {
+      auto idx = indices_.find(LabelIndexName(k));
+      if (idx == indices_.end()) continue;
+      indexed = true;
+      auto keys = idx->second.find(v);
+      if (keys == idx->second.end()) break;
+      const std::string prefix = ns.empty() ? std::string() : std::string(ns) + "/";
+      for (const auto& key : keys->second) {
+        if (key.starts_with(prefix)) candidates.push_back(items_.at(key));
+      }
+      break;
+    }
+  }
   std::vector<ObjectPtr> out;
-  for (auto& o : List(ns)) {
+  for (auto& o : indexed ? Unpacked(std::move(candidates)) : List(ns)) {
     if (LabelsMatch(*o, selector)) out.push_back(std::move(o));
   }
   return out;
@@ -213,7 +283,8 @@ StatusOr<std::vector<ObjectPtr>> Store::ByIndex(std::string_view index,
   if (keys == idx->second.end()) return out;
   out.reserve(keys->second.size());
   for (const auto& k : keys->second) out.push_back(items_.at(k));
-  return out;
+  lock.unlock();
+  return Unpacked(std::move(out));
 }
 
 std::vector<std::string> Store::IndexValues(std::string_view index) const {

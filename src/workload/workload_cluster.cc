@@ -76,6 +76,7 @@ WorkloadCluster::WorkloadCluster(std::shared_ptr<kube::Client> client, std::stri
   kube::InformerOptions o;
   o.gvr = kube::resources::kNodes;
   o.transform = CompactNode;
+  o.packed = true;  // a Node per machine
   nodes_ = std::make_shared<kube::Informer>(client_, std::move(o));
   if (on_node) {
     kube::EventHandler h;

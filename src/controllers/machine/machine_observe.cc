@@ -6,6 +6,7 @@
 
 #include "controllers/machine/machine_observe.h"
 
+#include <algorithm>
 #include <set>
 
 #include "api/codec.h"
@@ -165,11 +166,11 @@ void HarvesterMachineReconciler::ObserveHarvester(MachineScope& r, MachineObserv
   const harvester::ClusterIdentity identity = MachineIdentity(o);
   if (auto vm = conn.vms().Get(ns, name)) o.vm = ViewOfVm(*vm, identity);
   if (auto vmi = conn.vmis().Get(ns, name)) o.vmi = ViewOfVmi(*vmi);
-  const std::string disk_prefix = name + "-disk-";
-  for (const auto& pvc : conn.pvcs().List(ns)) {
-    const std::string pvc_name = kube::NameOf(*pvc);
-    if (pvc_name.starts_with(disk_prefix)) o.pvcs.push_back({pvc_name, IsDeleting(*pvc)});
+  for (const auto& pvc : conn.Disks(ns, name)) {
+    o.pvcs.push_back({kube::NameOf(*pvc), IsDeleting(*pvc)});
   }
+  std::sort(o.pvcs.begin(), o.pvcs.end(),
+            [](const PvcView& a, const PvcView& b) { return a.name < b.name; });
   if (auto secret = conn.secrets().Get(ns, harvester::CloudInitSecretName(name))) {
     o.cloud_init_secret = ViewOfSecret(*secret, identity);
   }

@@ -58,19 +58,37 @@ struct Recorder {
   }
 };
 
-InformerOptions Options() {
-  InformerOptions o;
-  o.gvr = resources::kConfigMaps;
-  return o;
-}
+// Every informer test runs with a plain store (false) and a packed one
+// (true).
+class InformerTest : public ::testing::TestWithParam<bool> {
+ protected:
+  InformerOptions Options() const {
+    InformerOptions o;
+    o.gvr = resources::kConfigMaps;
+    o.packed = GetParam();
+    return o;
+  }
+  // What the reflector does with a LIST: each item prepared as its page is
+  // read, then the whole content.
+  static void Relist(Informer& inf, std::vector<Object> items, const std::string& rv) {
+    for (Object& item : items) inf.PrepareListed(item);
+    inf.Replace(std::move(items), rv);
+  }
+};
+using InformerRecordWriteTest = InformerTest;
 
-TEST(InformerTest, InitialListThenWatchEvents) {
+INSTANTIATE_TEST_SUITE_P(PlainAndPacked, InformerTest, ::testing::Bool(),
+                         [](const auto& p) { return p.param ? "Packed" : "Plain"; });
+INSTANTIATE_TEST_SUITE_P(PlainAndPacked, InformerRecordWriteTest, ::testing::Bool(),
+                         [](const auto& p) { return p.param ? "Packed" : "Plain"; });
+
+TEST_P(InformerTest, InitialListThenWatchEvents) {
   Informer inf(nullptr, Options());
   Recorder r;
   inf.AddEventHandler(r.Handler());
   EXPECT_FALSE(inf.HasSynced());
   EXPECT_FALSE(inf.WaitForSync(std::chrono::milliseconds(1)));
-  inf.Replace({Cm("a", "1"), Cm("b", "2")}, "2");
+  Relist(inf, {Cm("a", "1"), Cm("b", "2")}, "2");
   EXPECT_TRUE(inf.HasSynced());
   EXPECT_TRUE(inf.WaitForSync(std::chrono::milliseconds(0)));
   inf.Apply(Event(WatchEvent::Type::kAdded, Cm("c", "3")));
@@ -83,54 +101,55 @@ TEST(InformerTest, InitialListThenWatchEvents) {
   EXPECT_EQ(inf.store().Get("ns/b"), nullptr);
 }
 
-TEST(InformerTest, RelistReportsVanishedObjectsAsFinalStateUnknown) {
+TEST_P(InformerTest, RelistReportsVanishedObjectsAsFinalStateUnknown) {
   Informer inf(nullptr, Options());
   Recorder r;
   inf.AddEventHandler(r.Handler());
-  inf.Replace({Cm("a", "1"), Cm("b", "2"), Cm("c", "3")}, "3");
+  Relist(inf, {Cm("a", "1"), Cm("b", "2"), Cm("c", "3")}, "3");
   r.log.clear();
   // While disconnected: a unchanged, b modified, c deleted, d created.
-  inf.Replace({Cm("a", "1"), Cm("b", "7"), Cm("d", "8")}, "9");
+  Relist(inf, {Cm("a", "1"), Cm("b", "7"), Cm("d", "8")}, "9");
   std::sort(r.log.begin(), r.log.end());
   EXPECT_EQ(r.log, (std::vector<std::string>{"add d@8", "delete ns/c@3 unknown", "update b@2->7"}));
   EXPECT_EQ(inf.store().Size(), 3u);
 }
 
-TEST(InformerTest, LateHandlerReceivesExistingObjects) {
+TEST_P(InformerTest, LateHandlerReceivesExistingObjects) {
   Informer inf(nullptr, Options());
-  inf.Replace({Cm("a", "1"), Cm("b", "2")}, "2");
+  Relist(inf, {Cm("a", "1"), Cm("b", "2")}, "2");
   Recorder r;
   inf.AddEventHandler(r.Handler());
   std::sort(r.log.begin(), r.log.end());
   EXPECT_EQ(r.log, (std::vector<std::string>{"add a@1 initial", "add b@2 initial"}));
 }
 
-TEST(InformerTest, RemovedHandlerHearsNothing) {
+TEST_P(InformerTest, RemovedHandlerHearsNothing) {
   Informer inf(nullptr, Options());
   Recorder r;
   auto id = inf.AddEventHandler(r.Handler());
   inf.RemoveEventHandler(id);
-  inf.Replace({Cm("a", "1")}, "1");
+  Relist(inf, {Cm("a", "1")}, "1");
   EXPECT_TRUE(r.log.empty());
 }
 
-TEST(InformerTest, ResyncRedeliversCacheAsUpdates) {
+TEST_P(InformerTest, ResyncRedeliversCacheAsUpdates) {
   Informer inf(nullptr, Options());
   Recorder r;
   inf.AddEventHandler(r.Handler());
-  inf.Replace({Cm("a", "1")}, "1");
+  Relist(inf, {Cm("a", "1")}, "1");
   r.log.clear();
   inf.Resync();
   EXPECT_EQ(r.log, (std::vector<std::string>{"update a@1->1"}));
 }
 
-TEST(InformerTest, CachedObjectsAreCompactedAndTransformed) {
+TEST_P(InformerTest, CachedObjectsAreCompactedAndTransformed) {
   InformerOptions o = Options();
   o.transform = [](Object& obj) { obj["metadata"]["annotations"] = {{"seen", "yes"}}; };
   Informer inf(nullptr, std::move(o));
   // As the reflector does: each listed item is prepared as its page is read.
   Object listed = Cm("a", "1");
   inf.PrepareListed(listed);
+  EXPECT_EQ(listed.is_binary(), GetParam()) << "a packed store's items are packed as read";
   inf.Replace({listed}, "1");
   inf.Apply(Event(WatchEvent::Type::kAdded, Cm("b", "2")));
   for (const char* key : {"ns/a", "ns/b"}) {
@@ -141,7 +160,7 @@ TEST(InformerTest, CachedObjectsAreCompactedAndTransformed) {
   }
 }
 
-TEST(InformerTest, HandlerExceptionIsLoggedAndDoesNotStopDispatch) {
+TEST_P(InformerTest, HandlerExceptionIsLoggedAndDoesNotStopDispatch) {
   std::ostringstream out;
   log::Configure(0, log::Format::kText, &out);
   {
@@ -151,7 +170,7 @@ TEST(InformerTest, HandlerExceptionIsLoggedAndDoesNotStopDispatch) {
     inf.AddEventHandler(bad);
     Recorder r;
     inf.AddEventHandler(r.Handler());
-    inf.Replace({Cm("a", "1")}, "1");
+    Relist(inf, {Cm("a", "1")}, "1");
     EXPECT_EQ(r.log, (std::vector<std::string>{"add a@1 initial"}));
   }
   log::Configure(0, log::Format::kText, nullptr);
@@ -162,24 +181,24 @@ TEST(InformerTest, HandlerExceptionIsLoggedAndDoesNotStopDispatch) {
   EXPECT_NE(logged.find("resource=\"configmaps\""), std::string::npos) << logged;
 }
 
-TEST(InformerTest, ExtraIndexersAreAvailable) {
+TEST_P(InformerTest, ExtraIndexersAreAvailable) {
   InformerOptions o = Options();
   o.indexers[LabelIndexName("app")] = IndexByLabel("app");
   Informer inf(nullptr, std::move(o));
   Object a = Cm("a", "1");
   a["metadata"]["labels"] = {{"app", "web"}};
-  inf.Replace({a, Cm("b", "1")}, "1");
+  Relist(inf, {a, Cm("b", "1")}, "1");
   EXPECT_EQ(inf.store().ByIndex(LabelIndexName("app"), "web")->size(), 1u);
   EXPECT_EQ(inf.store().ByIndex(kNamespaceIndex, "ns")->size(), 2u);
 }
 
 // ---------------------------------------------------------- read-your-writes
 
-TEST(InformerRecordWriteTest, NewerWriteIsCachedAtOnceAndAnnouncedByItsWatchEvent) {
+TEST_P(InformerRecordWriteTest, NewerWriteIsCachedAtOnceAndAnnouncedByItsWatchEvent) {
   Informer inf(nullptr, Options());
   Recorder r;
   inf.AddEventHandler(r.Handler());
-  inf.Replace({Cm("a", "5")}, "5");
+  Relist(inf, {Cm("a", "5")}, "5");
   r.log.clear();
 
   EXPECT_TRUE(inf.RecordWrite(Cm("a", "7")));
@@ -194,9 +213,9 @@ TEST(InformerRecordWriteTest, NewerWriteIsCachedAtOnceAndAnnouncedByItsWatchEven
   EXPECT_EQ(r.log.back(), "update a@7->8");
 }
 
-TEST(InformerRecordWriteTest, OlderOrEqualWriteIsIgnored) {
+TEST_P(InformerRecordWriteTest, OlderOrEqualWriteIsIgnored) {
   Informer inf(nullptr, Options());
-  inf.Replace({Cm("a", "5")}, "5");
+  Relist(inf, {Cm("a", "5")}, "5");
   EXPECT_FALSE(inf.RecordWrite(Cm("a", "5")));
   EXPECT_FALSE(inf.RecordWrite(Cm("a", "4")));
   EXPECT_EQ(ResourceVersionOf(*inf.store().Get("ns/a")), "5");
@@ -206,11 +225,11 @@ TEST(InformerRecordWriteTest, OlderOrEqualWriteIsIgnored) {
   EXPECT_EQ(ResourceVersionOf(*inf.store().Get("ns/a")), "10");
 }
 
-TEST(InformerRecordWriteTest, CreatedObjectIsCachedThenAddedByItsWatchEvent) {
+TEST_P(InformerRecordWriteTest, CreatedObjectIsCachedThenAddedByItsWatchEvent) {
   Informer inf(nullptr, Options());
   Recorder r;
   inf.AddEventHandler(r.Handler());
-  inf.Replace({}, "10");
+  Relist(inf, {}, "10");
   EXPECT_TRUE(inf.RecordWrite(Cm("b", "12")));
   ASSERT_NE(inf.store().Get("ns/b"), nullptr);
   EXPECT_TRUE(r.log.empty());
@@ -218,20 +237,20 @@ TEST(InformerRecordWriteTest, CreatedObjectIsCachedThenAddedByItsWatchEvent) {
   EXPECT_EQ(r.log, (std::vector<std::string>{"add b@12"}));
 }
 
-TEST(InformerRecordWriteTest, DeletedObjectIsNotBroughtBack) {
+TEST_P(InformerRecordWriteTest, DeletedObjectIsNotBroughtBack) {
   Informer inf(nullptr, Options());
-  inf.Replace({Cm("a", "5")}, "5");
+  Relist(inf, {Cm("a", "5")}, "5");
   inf.Apply(Event(WatchEvent::Type::kDeleted, Cm("a", "8")));
   // A write answered at 7 reaches the cache after the deletion at 8.
   EXPECT_FALSE(inf.RecordWrite(Cm("a", "7")));
   EXPECT_EQ(inf.store().Get("ns/a"), nullptr);
 }
 
-TEST(InformerRecordWriteTest, DeletionAfterAWriteRemovesIt) {
+TEST_P(InformerRecordWriteTest, DeletionAfterAWriteRemovesIt) {
   Informer inf(nullptr, Options());
   Recorder r;
   inf.AddEventHandler(r.Handler());
-  inf.Replace({Cm("a", "5")}, "5");
+  Relist(inf, {Cm("a", "5")}, "5");
   r.log.clear();
   ASSERT_TRUE(inf.RecordWrite(Cm("a", "7")));
   inf.Apply(Event(WatchEvent::Type::kDeleted, Cm("a", "9")));
@@ -239,11 +258,11 @@ TEST(InformerRecordWriteTest, DeletionAfterAWriteRemovesIt) {
   EXPECT_EQ(r.log, (std::vector<std::string>{"delete ns/a@9"}));
 }
 
-TEST(InformerRecordWriteTest, OlderWatchEventDoesNotHideTheWrite) {
+TEST_P(InformerRecordWriteTest, OlderWatchEventDoesNotHideTheWrite) {
   Informer inf(nullptr, Options());
   Recorder r;
   inf.AddEventHandler(r.Handler());
-  inf.Replace({Cm("a", "5")}, "5");
+  Relist(inf, {Cm("a", "5")}, "5");
   r.log.clear();
   ASSERT_TRUE(inf.RecordWrite(Cm("a", "9")));
   // Someone else's change at 7 was still on its way.
@@ -254,22 +273,22 @@ TEST(InformerRecordWriteTest, OlderWatchEventDoesNotHideTheWrite) {
   EXPECT_EQ(r.log, (std::vector<std::string>{"update a@5->7", "update a@7->9"}));
 }
 
-TEST(InformerRecordWriteTest, RelistAnnouncesRecordedWrites) {
+TEST_P(InformerRecordWriteTest, RelistAnnouncesRecordedWrites) {
   Informer inf(nullptr, Options());
   Recorder r;
   inf.AddEventHandler(r.Handler());
-  inf.Replace({Cm("a", "5")}, "5");
+  Relist(inf, {Cm("a", "5")}, "5");
   r.log.clear();
   ASSERT_TRUE(inf.RecordWrite(Cm("a", "7")));
   ASSERT_TRUE(inf.RecordWrite(Cm("b", "8")));
-  inf.Replace({Cm("a", "7"), Cm("b", "8")}, "8");
+  Relist(inf, {Cm("a", "7"), Cm("b", "8")}, "8");
   std::sort(r.log.begin(), r.log.end());
   EXPECT_EQ(r.log, (std::vector<std::string>{"add b@8", "update a@5->7"}));
 }
 
-TEST(InformerRecordWriteTest, UnparsableResourceVersionsOnlyFillAbsentEntries) {
+TEST_P(InformerRecordWriteTest, UnparsableResourceVersionsOnlyFillAbsentEntries) {
   Informer inf(nullptr, Options());
-  inf.Replace({Cm("a", "x1")}, "x1");
+  Relist(inf, {Cm("a", "x1")}, "x1");
   EXPECT_FALSE(inf.RecordWrite(Cm("a", "x2")));
   EXPECT_EQ(ResourceVersionOf(*inf.store().Get("ns/a")), "x1");
   EXPECT_FALSE(inf.RecordWrite(Cm("a", "9")));  // cached one does not parse
@@ -277,12 +296,12 @@ TEST(InformerRecordWriteTest, UnparsableResourceVersionsOnlyFillAbsentEntries) {
   EXPECT_EQ(ResourceVersionOf(*inf.store().Get("ns/b")), "x3");
 }
 
-TEST(InformerRecordWriteTest, ObjectsOutsideTheInformersScopeAreIgnored) {
+TEST_P(InformerRecordWriteTest, ObjectsOutsideTheInformersScopeAreIgnored) {
   {
     InformerOptions o = Options();
     o.ns = "other";
     Informer inf(nullptr, std::move(o));
-    inf.Replace({}, "1");
+    Relist(inf, {}, "1");
     EXPECT_FALSE(inf.RecordWrite(Cm("a", "2")));
     EXPECT_EQ(inf.store().Size(), 0u);
   }
@@ -290,7 +309,7 @@ TEST(InformerRecordWriteTest, ObjectsOutsideTheInformersScopeAreIgnored) {
     InformerOptions o = Options();
     o.label_selector = "app=web,tier!=db,owner";
     Informer inf(nullptr, std::move(o));
-    inf.Replace({}, "1");
+    Relist(inf, {}, "1");
     Object plain = Cm("a", "2");
     EXPECT_FALSE(inf.RecordWrite(plain));
     Object labelled = Cm("b", "3");
@@ -306,7 +325,7 @@ TEST(InformerRecordWriteTest, ObjectsOutsideTheInformersScopeAreIgnored) {
     o.label_selector = label_selector;
     o.field_selector = field_selector;
     Informer inf(nullptr, std::move(o));
-    inf.Replace({}, "1");
+    Relist(inf, {}, "1");
     Object a = Cm("a", "2");
     a["metadata"]["labels"] = {{"app", "web"}};
     EXPECT_FALSE(inf.RecordWrite(a))

@@ -1,7 +1,8 @@
 // File: test/unit/kube/store_test.cc
 //
 // Store: keys, namespace/label/custom indexes kept in step with updates,
-// deletes and replaces; CompactObject.
+// deletes and replaces, each for a plain and a packed store; packing;
+// CompactObject.
 
 #include "kube/store.h"
 
@@ -28,8 +29,20 @@ std::vector<std::string> Names(std::vector<ObjectPtr> objs) {
   return out;
 }
 
-TEST(StoreTest, UpsertGetDelete) {
-  Store s;
+// Every store test runs on a plain store (false) and a packed one (true).
+class StoreTest : public ::testing::TestWithParam<bool> {
+ protected:
+  Indexers WithNamespace(Indexers more = {}) {
+    more.emplace(std::string(kNamespaceIndex), IndexByNamespace);
+    return more;
+  }
+};
+
+INSTANTIATE_TEST_SUITE_P(PlainAndPacked, StoreTest, ::testing::Bool(),
+                         [](const auto& p) { return p.param ? "Packed" : "Plain"; });
+
+TEST_P(StoreTest, UpsertGetDelete) {
+  Store s(WithNamespace(), GetParam());
   EXPECT_EQ(s.Upsert(Make("ns1", "a")), nullptr);
   ObjectPtr old = s.Upsert(Make("ns1", "a", Object::object(), "2"));
   ASSERT_NE(old, nullptr);
@@ -45,8 +58,8 @@ TEST(StoreTest, UpsertGetDelete) {
   EXPECT_EQ(s.Size(), 1u);
 }
 
-TEST(StoreTest, NamespaceIndex) {
-  Store s;
+TEST_P(StoreTest, NamespaceIndex) {
+  Store s(WithNamespace(), GetParam());
   s.Upsert(Make("ns1", "a"));
   s.Upsert(Make("ns1", "b"));
   s.Upsert(Make("ns2", "a"));
@@ -60,8 +73,8 @@ TEST(StoreTest, NamespaceIndex) {
   EXPECT_EQ(values, (std::vector<std::string>{"ns1"}));
 }
 
-TEST(StoreTest, LabelIndexFollowsUpdates) {
-  Store s;
+TEST_P(StoreTest, LabelIndexFollowsUpdates) {
+  Store s(WithNamespace(), GetParam());
   ASSERT_TRUE(s.AddIndexers({{LabelIndexName("app"), IndexByLabel("app")}}).ok());
   s.Upsert(Make("ns", "a", {{"app", "web"}}));
   s.Upsert(Make("ns", "b", {{"app", "web"}}));
@@ -80,7 +93,7 @@ TEST(StoreTest, LabelIndexFollowsUpdates) {
   EXPECT_FALSE(s.ByIndex("nope", "x").ok());
 }
 
-TEST(StoreTest, CustomMultiValueIndex) {
+TEST_P(StoreTest, CustomMultiValueIndex) {
   // Index ConfigMaps by each of their data keys.
   Indexers ix{{"dataKey", [](const Object& o) {
                  std::vector<std::string> keys;
@@ -89,7 +102,7 @@ TEST(StoreTest, CustomMultiValueIndex) {
                  }
                  return keys;
                }}};
-  Store s(ix);
+  Store s(WithNamespace(ix), GetParam());
   Object a = *Make("ns", "a");
   a["data"] = {{"x", "1"}, {"y", "2"}};
   Object b = *Make("ns", "b");
@@ -103,25 +116,85 @@ TEST(StoreTest, CustomMultiValueIndex) {
   EXPECT_EQ(Names(*s.ByIndex("dataKey", "y")), (std::vector<std::string>{"ns/b"}));
 }
 
-TEST(StoreTest, ReplaceRebuildsIndexesAndReturnsPrevious) {
-  Store s;
+TEST_P(StoreTest, ReplaceRebuildsIndexesAndReturnsPrevious) {
+  Store s(WithNamespace(), GetParam());
   ASSERT_TRUE(s.AddIndexers({{LabelIndexName("app"), IndexByLabel("app")}}).ok());
   s.Upsert(Make("ns", "a", {{"app", "web"}}));
   s.Upsert(Make("ns", "b", {{"app", "web"}}));
   auto previous = s.Replace({Make("ns", "b", {{"app", "db"}}, "5"), Make("other", "c")});
   EXPECT_EQ(previous.size(), 2u);
-  EXPECT_TRUE(previous.count("ns/a"));
+  ASSERT_TRUE(previous.count("ns/a"));
+  // As stored: packed in a packed store.
+  EXPECT_EQ(previous["ns/a"]->is_binary(), GetParam());
+  EXPECT_EQ(*Unpack(previous["ns/a"]), *Make("ns", "a", {{"app", "web"}}));
   EXPECT_EQ(Names(s.List()), (std::vector<std::string>{"ns/b", "other/c"}));
   EXPECT_TRUE(s.ByIndex(LabelIndexName("app"), "web")->empty());
   EXPECT_EQ(Names(*s.ByIndex(LabelIndexName("app"), "db")), (std::vector<std::string>{"ns/b"}));
   EXPECT_EQ(Names(s.List("other")), (std::vector<std::string>{"other/c"}));
 }
 
-TEST(StoreTest, AddIndexersRejectedOnceFilledOrDuplicate) {
-  Store s;
+TEST_P(StoreTest, AddIndexersRejectedOnceFilledOrDuplicate) {
+  Store s(WithNamespace(), GetParam());
   EXPECT_FALSE(s.AddIndexers({{std::string(kNamespaceIndex), IndexByNamespace}}).ok());
   s.Upsert(Make("ns", "a"));
   EXPECT_FALSE(s.AddIndexers({{"x", IndexByNamespace}}).ok());
+}
+
+TEST_P(StoreTest, ReadsGiveTheObjectsAsWritten) {
+  Store s(WithNamespace(), GetParam());
+  Object o = *Make("ns", "a", {{"app", "web"}});
+  o["spec"] = {{"replicas", 3},
+               {"ratio", 0.5},
+               {"negative", -7},
+               {"big", 18446744073709551615ULL},
+               {"flag", true},
+               {"none", nullptr},
+               {"list", {"x", 1, Object::object()}},
+               {"text", std::string(300, 'z')}};
+  s.Upsert(std::make_shared<const Object>(o));
+  EXPECT_EQ(*s.Get("ns/a"), o);
+  EXPECT_EQ(*s.List().at(0), o);
+  EXPECT_EQ(*s.List("ns").at(0), o);
+  EXPECT_EQ(*s.ByIndex(kNamespaceIndex, "ns")->at(0), o);
+  EXPECT_EQ(*s.ListByLabels("ns", {{"app", "web"}}).at(0), o);
+  // Packed objects given to the store are taken as they are.
+  Object b = *Make("ns", "b");
+  s.Upsert(Pack(b));
+  EXPECT_EQ(*s.Get("ns/b"), b);
+  s.Replace({Pack(o), std::make_shared<const Object>(b)});
+  EXPECT_EQ(*s.Get("ns/a"), o);
+  EXPECT_EQ(*s.Get("ns/b"), b);
+  EXPECT_EQ(*s.Delete("ns/a"), o);
+}
+
+TEST_P(StoreTest, ListByLabelsNarrowsByALabelIndexAndStillFilters) {
+  Store s(WithNamespace({{LabelIndexName("cluster"), IndexByLabel("cluster")}}), GetParam());
+  s.Upsert(Make("ns", "a", {{"cluster", "c1"}, {"role", "cp"}}));
+  s.Upsert(Make("ns", "b", {{"cluster", "c1"}}));
+  s.Upsert(Make("other", "a", {{"cluster", "c1"}, {"role", "cp"}}));
+  s.Upsert(Make("ns", "c", {{"cluster", "c2"}, {"role", "cp"}}));
+  EXPECT_EQ(Names(s.ListByLabels("ns", {{"cluster", "c1"}})),
+            (std::vector<std::string>{"ns/a", "ns/b"}));
+  EXPECT_EQ(Names(s.ListByLabels("ns", {{"cluster", "c1"}, {"role", "cp"}})),
+            (std::vector<std::string>{"ns/a"}));
+  EXPECT_EQ(Names(s.ListByLabels("", {{"role", "cp"}, {"cluster", "c1"}})),
+            (std::vector<std::string>{"ns/a", "other/a"}));
+  EXPECT_TRUE(s.ListByLabels("ns", {{"cluster", "c3"}}).empty());
+  EXPECT_EQ(Names(s.ListByLabels("ns", {{"role", "cp"}})),
+            (std::vector<std::string>{"ns/a", "ns/c"}));
+}
+
+TEST(PackTest, PackedIsSmallerAndUnpacksToTheSameObject) {
+  Object o = *Make("ns", "a", {{"app", "web"}});
+  o["status"] = {{"conditions", {{{"type", "Ready"}, {"status", "True"}}}}};
+  ObjectPtr packed = Pack(o);
+  ASSERT_TRUE(packed->is_binary());
+  EXPECT_LT(packed->get_binary().size(), o.dump().size());
+  EXPECT_EQ(*Unpack(packed), o);
+  // An object that is not packed is returned as it is.
+  auto plain = std::make_shared<const Object>(o);
+  EXPECT_EQ(Unpack(plain), plain);
+  EXPECT_EQ(Unpack(nullptr), nullptr);
 }
 
 TEST(CompactObjectTest, DropsManagedFieldsKeepsTheRest) {
