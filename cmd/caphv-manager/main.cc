@@ -15,6 +15,7 @@
 #include "controllers/setup.h"
 #include "kube/client.h"
 #include "kube/config.h"
+#include "kube/heap.h"
 #include "kube/log.h"
 #include "kube/signals.h"
 #include "manager.h"
@@ -127,6 +128,9 @@ int Main(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before the caches fill: the LIST bodies of a start-up must not fragment
+  // the heap (kube/heap.h).
+  caphv::kube::KeepLargeBlocksMapped();
   try {
     return Main(argc, argv);
   } catch (const std::exception& e) {

@@ -267,7 +267,8 @@ kube::StatusOr<std::unique_ptr<Controllers>> Controllers::New(std::shared_ptr<ku
   wc.wake = [&machines](const Request& r) { machines.Enqueue(r); };
   ctx.workloads = std::make_shared<workload::WorkloadClusters>(mgmt, ctx.secrets, wc);
 
-  auto labelled = [cluster_label](std::shared_ptr<kube::Informer> target, bool from_cluster) {
+  auto labelled = [cluster_label](const std::shared_ptr<kube::Informer>& target,
+                                  bool from_cluster) {
     return [target, cluster_label, from_cluster](const Object& o) -> std::vector<Request> {
       std::string cluster = from_cluster ? kube::NameOf(o) : std::string();
       if (!from_cluster) {

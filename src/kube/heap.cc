@@ -49,6 +49,14 @@ HeapStats ReadHeapStats() {
 #endif
 }
 
+void KeepLargeBlocksMapped(size_t bytes) {
+#ifndef CAPHV_ASAN_HEAP
+  mallopt(M_MMAP_THRESHOLD, static_cast<int>(bytes));
+#else
+  (void)bytes;
+#endif
+}
+
 bool ReleaseFreeHeap() {
 #ifdef CAPHV_ASAN_HEAP
   return false;

@@ -39,6 +39,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <stop_token>
 
@@ -58,6 +59,17 @@ HeapStats ReadHeapStats();
 
 // malloc_trim(0). True when glibc released memory.
 bool ReleaseFreeHeap();
+
+// Fixes glibc's mmap threshold at `bytes`: every block at least that large is
+// mapped on its own and unmapped when freed. Left alone, glibc raises the
+// threshold to the size of each mapped block freed (up to 32 MiB), and from
+// then on the multi-MiB bodies of a start-up's LIST pages come from the
+// arenas, with the small objects the caches keep allocated between them:
+// freed, they leave holes malloc_trim cannot give back. Measured with
+// bench/provision_bench at 1000 machines: the restarted manager held
+// 76 MiB of anonymous memory for 16 MiB in use, and 50 MiB after a trim.
+// Call once, at start-up. No-op under AddressSanitizer.
+void KeepLargeBlocksMapped(size_t bytes = size_t{128} << 10);
 
 class HeapReleaser {
  public:

@@ -25,7 +25,9 @@ ReflectorOptions ToReflectorOptions(const InformerOptions& o) {
   r.ns = o.ns;
   r.label_selector = o.label_selector;
   r.field_selector = o.field_selector;
-  r.page_size = o.page_size;
+  // A page's body is held whole while it is decoded: smaller pages for the
+  // large collections a packed cache holds keep a start-up's peak low.
+  r.page_size = o.packed && o.page_size > kPackedPageSize ? kPackedPageSize : o.page_size;
   r.backoff = o.backoff;
   r.clock = o.clock;
   return r;

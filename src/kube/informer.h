@@ -61,6 +61,10 @@ struct EventHandler {
   std::function<void(const DeletedObject& deleted)> on_delete;
 };
 
+// The page size of a packed informer's LIST: the client holds a page's
+// whole body while it decodes it (a few MiB for 500 large objects).
+inline constexpr int64_t kPackedPageSize = 250;
+
 struct InformerOptions {
   GroupVersionResource gvr;
   std::string ns;  // "" = all namespaces
@@ -70,7 +74,8 @@ struct InformerOptions {
   // Applied to each object after CompactObject, before it is cached.
   std::function<void(Object&)> transform;
   // Cache objects packed (see Store): for large collections read a few
-  // objects at a time.
+  // objects at a time. A packed informer lists in pages of at most
+  // kPackedPageSize objects.
   bool packed = false;
   Indexers indexers;  // in addition to the namespace index
   int64_t page_size = 500;

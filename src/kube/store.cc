@@ -120,7 +120,7 @@ void Store::IndexLocked(const std::string& key, const IndexValuesOf& old_values,
   }
 }
 
-ObjectPtr Store::Stored(ObjectPtr obj) const {
+ObjectPtr Store::Stored(const ObjectPtr& obj) const {
   return packed_ && !obj->is_binary() ? Pack(*obj) : obj;
 }
 

@@ -112,7 +112,7 @@ class Store {
   void IndexLocked(const std::string& key, const IndexValuesOf& old_values,
                    const IndexValuesOf& new_values);
   // The object as this store keeps it.
-  ObjectPtr Stored(ObjectPtr obj) const;
+  ObjectPtr Stored(const ObjectPtr& obj) const;
 
   const bool packed_ = false;
   mutable std::shared_mutex mu_;

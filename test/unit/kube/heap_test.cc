@@ -1,11 +1,13 @@
 // Unit tests of giving freed heap memory back: the releaser's decision (when
 // the resident memory not in use grew enough above what the last release
 // left), and that ReleaseFreeHeap returns the pages of a hole glibc keeps
-// after a large free.
+// after a large free, and that blocks above the fixed mmap threshold are
+// mapped on their own even after a larger one was freed.
 
 #include "kube/heap.h"
 
 #include <gtest/gtest.h>
+#include <malloc.h>
 
 #include <cstdlib>
 #include <vector>
@@ -73,16 +75,21 @@ TEST(HeapReleaserTest, RunReturnsAtOnceWhenStopped) {
 
 // glibc trims an arena only from its top: a live block above a large freed
 // region keeps that region resident until ReleaseFreeHeap.
-TEST(ReleaseFreeHeapTest, GivesBackAHoleBelowALiveBlock) {
-  if (ReadHeapStats().resident_anon == 0) GTEST_SKIP() << "no glibc heap (sanitizer build)";
+// Whether the heap is glibc's (not a sanitizer's).
+bool GlibcHeap() {
 #if defined(__SANITIZE_THREAD__)
-  GTEST_SKIP() << "ThreadSanitizer's allocator, not glibc's";
+  return false;
 #elif defined(__has_feature)
 #if __has_feature(thread_sanitizer)
-  GTEST_SKIP() << "ThreadSanitizer's allocator, not glibc's";
+  return false;
 #endif
 #endif
-  constexpr size_t kBlocks = 64 * 1024;
+  return ReadHeapStats().resident_anon != 0;
+}
+
+TEST(ReleaseFreeHeapTest, GivesBackAHoleBelowALiveBlock) {
+  if (!GlibcHeap()) GTEST_SKIP() << "no glibc heap (sanitizer build)";
+  constexpr size_t kBlocks = size_t{64} * 1024;
   constexpr size_t kBlockSize = 512;  // below the mmap threshold: from the arena
   std::vector<void*> blocks(kBlocks);
   for (auto& b : blocks) {
@@ -102,6 +109,23 @@ TEST(ReleaseFreeHeapTest, GivesBackAHoleBelowALiveBlock) {
   ASSERT_GT(freed.resident_anon, released.resident_anon);
   EXPECT_GT(freed.resident_anon - released.resident_anon, 24 * kMiB)
       << "resident before " << freed.resident_anon << ", after " << released.resident_anon;
+}
+
+TEST(KeepLargeBlocksMappedTest, ABlockAboveTheThresholdIsMappedAfterALargerOneWasFreed) {
+  if (!GlibcHeap()) GTEST_SKIP() << "no glibc heap (sanitizer build)";
+  KeepLargeBlocksMapped(size_t{128} << 10);
+  // Freeing a mapped 8 MiB block would raise glibc's own threshold to 8 MiB.
+  void* large = std::malloc(8 * kMiB);
+  ASSERT_NE(large, nullptr);
+  static_cast<volatile char*>(large)[0] = 1;
+  std::free(large);
+  constexpr size_t kBody = 512 << 10;  // a LIST body
+  const size_t mapped_before = mallinfo2().hblkhd;
+  void* body = std::malloc(kBody);
+  ASSERT_NE(body, nullptr);
+  const size_t mapped_after = mallinfo2().hblkhd;
+  std::free(body);
+  EXPECT_GE(mapped_after - mapped_before, kBody) << "the block came from an arena";
 }
 
 }  // namespace

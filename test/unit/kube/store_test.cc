@@ -13,8 +13,8 @@
 namespace caphv::kube {
 namespace {
 
-ObjectPtr Make(std::string ns, std::string name, Object labels = Object::object(),
-               std::string rv = "1") {
+ObjectPtr Make(const std::string& ns, const std::string& name,
+               const Object& labels = Object::object(), const std::string& rv = "1") {
   Object o = {{"apiVersion", "v1"},
               {"kind", "ConfigMap"},
               {"metadata", {{"name", name}, {"resourceVersion", rv}, {"labels", labels}}}};
@@ -22,8 +22,9 @@ ObjectPtr Make(std::string ns, std::string name, Object labels = Object::object(
   return std::make_shared<const Object>(std::move(o));
 }
 
-std::vector<std::string> Names(std::vector<ObjectPtr> objs) {
+std::vector<std::string> Names(const std::vector<ObjectPtr>& objs) {
   std::vector<std::string> out;
+  out.reserve(objs.size());
   for (const auto& o : objs) out.push_back(KeyOf(*o));
   std::sort(out.begin(), out.end());
   return out;
