@@ -9,10 +9,14 @@
 // update, patch, delete...; watches are left out: they are streams, not
 // polls); CountByRequest() by verb and resource (`patch
 // harvestermachines/status`), for the table of what each write is for.
+// A log rotated since the window was opened (another file at the path) makes
+// the window unavailable rather than miscounted.
 //
 // Header-only (bench binaries are single files). Thread safety: one thread.
 
 #pragma once
+
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -27,12 +31,13 @@ class AuditWindow {
   explicit AuditWindow(std::filesystem::path path) : path_(std::move(path)) {
     std::error_code ec;
     offset_ = std::filesystem::exists(path_, ec) ? std::filesystem::file_size(path_, ec) : 0;
+    inode_ = InodeOf(path_);
   }
 
-  // False when the bed writes no audit log.
+  // False when the bed writes no audit log, or the log was rotated since.
   bool available() const {
     std::error_code ec;
-    return std::filesystem::exists(path_, ec);
+    return std::filesystem::exists(path_, ec) && InodeOf(path_) == inode_;
   }
 
   std::map<std::string, double> Count(const std::string& user_agent_prefix) const {
@@ -69,8 +74,14 @@ class AuditWindow {
     }
   }
 
+  static ino_t InodeOf(const std::filesystem::path& path) {
+    struct stat st {};
+    return ::stat(path.c_str(), &st) == 0 ? st.st_ino : 0;
+  }
+
   std::filesystem::path path_;
   std::uintmax_t offset_ = 0;
+  ino_t inode_ = 0;
 };
 
 }  // namespace caphv::bench

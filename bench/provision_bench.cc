@@ -111,7 +111,12 @@ class Audit {
                                             "logs" / ("audit-" + std::string(cluster) + ".log")));
     }
   }
-  bool available() const { return windows_.at("mgmt").available(); }
+  bool available() const {
+    for (const auto& [cluster, window] : windows_) {
+      if (!window.available()) return false;
+    }
+    return true;
+  }
 
   struct Totals {
     double writes = 0, reads = 0;
