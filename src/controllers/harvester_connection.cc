@@ -36,8 +36,6 @@ std::optional<kube::Request> OwnerOf(const kube::Object& o) {
 
 constexpr std::string_view kServiceAccountTokenType = "kubernetes.io/service-account-token";
 
-// A VM's disks are its PVCs "<vm>-disk-<index>-<hash>" (harvester::PvcName).
-constexpr std::string_view kDiskInfix = "-disk-";
 // PVC index: "<namespace>/<vm>" of the VM a PVC is a disk of.
 constexpr std::string_view kDiskOwnerIndex = "disk-owner";
 
@@ -61,12 +59,6 @@ void CompactPvc(kube::Object& pvc) {
                        {"metadata", "annotations"},
                        {"metadata", "deletionTimestamp"},
                        {"metadata", "resourceVersion"}});
-}
-
-std::string DiskOwnerOf(std::string_view pvc_name) {
-  const size_t at = pvc_name.rfind(kDiskInfix);
-  return at == std::string_view::npos || at == 0 ? std::string()
-                                                 : std::string(pvc_name.substr(0, at));
 }
 
 void CompactHost(kube::Object& node) {
@@ -109,7 +101,7 @@ Connection::Connection(std::shared_ptr<kube::Client> client, std::string kubecon
   pools_ = make(harvester::kIPPools, "");
   pvcs_ = make(kube::resources::kPersistentVolumeClaims, "", CompactPvc, true,
                {{std::string(kDiskOwnerIndex), [](const kube::Object& pvc) {
-                   const std::string owner = DiskOwnerOf(kube::NameOf(pvc));
+                   const std::string owner = harvester::DiskOwnerOf(kube::NameOf(pvc));
                    if (owner.empty()) return std::vector<std::string>{};
                    return std::vector<std::string>{kube::NamespaceOf(pvc) + "/" + owner};
                  }}});

@@ -111,7 +111,7 @@ class Connection {
   const kube::Store& pools() const { return pools_->store(); }
   // Every PVC (metadata only).
   const kube::Store& pvcs() const { return pvcs_->store(); }
-  // The disks of VM `ns`/`vm`: the PVCs named "<vm>-disk-...".
+  // The disks of VM `ns`/`vm` (harvester::DiskOwnerOf).
   std::vector<kube::ObjectPtr> Disks(const std::string& ns, const std::string& vm) const;
   // The Harvester hosts (its Nodes, name and zone only) for failure-domain
   // discovery; nullopt until their watch has synced (an identity that may
@@ -163,9 +163,6 @@ class Connection {
 // PVC: keeps metadata.{name,namespace,uid,labels,annotations,
 // deletionTimestamp,resourceVersion} (and apiVersion/kind) only.
 void CompactPvc(kube::Object& pvc);
-// The VM a PVC named `pvc_name` is a disk of: the name before its last
-// "-disk-" ("" when there is none).
-std::string DiskOwnerOf(std::string_view pvc_name);
 // Secret: drops data and stringData unless the type is
 // kubernetes.io/service-account-token.
 void CompactManagedSecret(kube::Object& secret);

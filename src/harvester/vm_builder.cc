@@ -107,6 +107,12 @@ std::string PvcName(const std::string& vm_name, const std::string& machine_uid, 
   return NameWithHash(vm_name + "-" + disk, machine_uid + "/" + disk, 253);
 }
 
+std::string DiskOwnerOf(std::string_view pvc_name) {
+  const size_t at = pvc_name.rfind("-disk-");
+  return at == std::string_view::npos || at == 0 ? std::string()
+                                                 : std::string(pvc_name.substr(0, at));
+}
+
 kube::StatusOr<Object> BuildVirtualMachine(const VmInputs& in) {
   const api::HarvesterMachineSpec& spec = in.spec;
   if (!IsDns1123Label(in.name)) {

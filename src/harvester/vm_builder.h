@@ -23,6 +23,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "api/harvester_machine.h"
@@ -75,8 +76,11 @@ std::map<std::string, std::string> VmLabels(const VmInputs& in);
 // Selector of a cluster's VMs of one role (anti-affinity, load balancer).
 std::map<std::string, std::string> RoleSelector(const ClusterIdentity& cluster, bool control_plane);
 
-// Name of the PVC of disk `index`.
+// Name of the PVC of disk `index`: "<vm>-disk-<index>-<hash>".
 std::string PvcName(const std::string& vm_name, const std::string& machine_uid, size_t index);
+// The VM a PVC named `pvc_name` is a disk of (PvcName's inverse): the name
+// before its last "-disk-"; "" when there is none.
+std::string DiskOwnerOf(std::string_view pvc_name);
 
 kube::StatusOr<kube::Object> BuildVirtualMachine(const VmInputs& in);
 

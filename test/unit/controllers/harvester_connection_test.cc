@@ -1,7 +1,7 @@
 // File: test/unit/controllers/harvester_connection_test.cc
 //
 // The informer transforms of a Harvester Connection: PVCs keep only the
-// metadata CAPHV reads, and are indexed by the VM they are disks of; managed Secrets lose their
+// metadata CAPHV reads; managed Secrets lose their
 // data unless they are service-account tokens. Connecting is covered against the test bed in
 // test/integration/controllers/.
 
@@ -41,15 +41,6 @@ TEST(CompactPvcTest, KeepsOnlyTheMetadataRead) {
   EXPECT_FALSE(pvc.contains("status"));
   EXPECT_EQ(pvc["kind"], "PersistentVolumeClaim");
   EXPECT_EQ(kube::KeyOf(pvc), "hv/vm-disk-0-abc");
-}
-
-TEST(DiskOwnerOfTest, TheVmBeforeTheLastDiskInfix) {
-  EXPECT_EQ(DiskOwnerOf("vm-disk-0-abcde"), "vm");
-  EXPECT_EQ(DiskOwnerOf("vm-disk-12-abcde"), "vm");
-  // A VM whose own name holds "-disk-": its disks are not another VM's.
-  EXPECT_EQ(DiskOwnerOf("a-disk-b-disk-0-abcde"), "a-disk-b");
-  EXPECT_EQ(DiskOwnerOf("data-volume"), "");
-  EXPECT_EQ(DiskOwnerOf("-disk-0"), "");
 }
 
 TEST(CompactHostTest, KeepsTheNameAndZoneOnly) {

@@ -195,6 +195,15 @@ TEST(VmBuilderTest, PvcNamesAreDeterministicPerMachineUid) {
             ClaimTemplates(vm)[0]["metadata"]["name"]);
 }
 
+TEST(VmBuilderTest, DiskOwnerOfInvertsPvcName) {
+  EXPECT_EQ(DiskOwnerOf(PvcName("vm", "uid", 0)), "vm");
+  EXPECT_EQ(DiskOwnerOf(PvcName("vm", "uid", 12)), "vm");
+  // A VM whose own name holds "-disk-": its disks are not another VM's.
+  EXPECT_EQ(DiskOwnerOf(PvcName("a-disk-b", "uid", 0)), "a-disk-b");
+  EXPECT_EQ(DiskOwnerOf("data-volume"), "");
+  EXPECT_EQ(DiskOwnerOf("-disk-0"), "");
+}
+
 TEST(VmBuilderTest, OneInterfacePerNetwork) {
   VmInputs in = WorkerInputs();
   in.mac_addresses = {"52:54:00:00:00:01", ""};
