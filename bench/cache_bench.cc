@@ -19,9 +19,22 @@
 //                             each) decoded and compacted as an informer
 //                             does, /0 as one parsed tree compacted
 //                             afterwards (the client before it streamed),
-//                             /1 item by item (kube::ParseUntrustedList).
+//                             /1 item by item (kube::ParseUntrustedList),
+//                             /2 item by item leaving managedFields out
+//                             (kube::kListItemsManagedFields).
 //                             Counters: peak heap above the page's text
 //                             while decoding, and what is kept.
+//   BM_DecodeWatchEvent/0|1   no bed: watch events (MODIFIED) of the objects
+//                             of bench/data/watched_objects.json (a VM, VMI,
+//                             PVC, HarvesterMachine and Machine as a bed's
+//                             apiservers served them, managedFields and
+//                             all), decoded and compacted as a reflector
+//                             does: /0 as the client did before
+//                             kube::ParseUntrustedJson built the document
+//                             itself (a depth pre-scan, then nlohmann's
+//                             parser), /1 ParseUntrustedJson, /2 leaving
+//                             managedFields out while parsing
+//                             (kube::kWatchEventManagedFields).
 //
 // Run (needs a bed: hack/testbed up --dir DIR, except BM_DecodeListPage):
 //   CAPHV_TESTBED=DIR ./build/bench/cache_bench
@@ -34,6 +47,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -255,7 +270,8 @@ void KeepLikeAnInformer(Object& item) {
 
 void BM_DecodeListPage(benchmark::State& state) {
   constexpr int kItems = 500;
-  const bool streamed = state.range(0) == 1;
+  const bool streamed = state.range(0) >= 1;
+  const JsonPath leave_out = state.range(0) == 2 ? JsonPath(kListItemsManagedFields) : JsonPath();
   std::string page;
   {
     Object list = {{"apiVersion", "kubevirt.io/v1"},
@@ -274,11 +290,14 @@ void BM_DecodeListPage(benchmark::State& state) {
     std::vector<Object> items;
     items.reserve(kItems);
     if (streamed) {
-      ParseUntrustedList(page, [&](Object&& item) {
-        peak = std::max(peak, HeapInUse());
-        KeepLikeAnInformer(item);
-        items.push_back(std::move(item));
-      });
+      ParseUntrustedList(
+          page,
+          [&](Object&& item) {
+            peak = std::max(peak, HeapInUse());
+            KeepLikeAnInformer(item);
+            items.push_back(std::move(item));
+          },
+          nullptr, leave_out);
     } else {
       Object whole = ParseUntrustedJson(page);
       peak = std::max(peak, HeapInUse());
@@ -300,7 +319,48 @@ void BM_DecodeListPage(benchmark::State& state) {
   state.counters["peak_heap_MiB"] = peak_above / (1 << 20);
   state.counters["kept_MiB"] = kept / (1 << 20);
 }
-BENCHMARK(BM_DecodeListPage)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->Iterations(5);
+BENCHMARK(BM_DecodeListPage)->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->Iterations(5);
+
+// One watch event line per object of bench/data/watched_objects.json.
+std::vector<std::string> WatchEventLines() {
+  std::ifstream in(testing::SourcePath("bench/data/watched_objects.json"));
+  std::stringstream text;
+  text << in.rdbuf();
+  const Object list = Object::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  std::vector<std::string> lines;
+  if (!list.is_object() || !list.contains("items")) return lines;
+  for (const auto& item : list["items"]) {
+    lines.push_back(Object{{"type", "MODIFIED"}, {"object", item}}.dump());
+  }
+  return lines;
+}
+
+void BM_DecodeWatchEvent(benchmark::State& state) {
+  const int64_t mode = state.range(0);
+  const std::vector<std::string> lines = WatchEventLines();
+  if (lines.empty()) {
+    state.SkipWithError("bench/data/watched_objects.json is missing (set CAPHV_SOURCE_DIR)");
+    return;
+  }
+  size_t bytes = 0;
+  for (const auto& l : lines) bytes += l.size();
+  for (auto _ : state) {
+    for (const auto& line : lines) {
+      Object event = mode == 0 ? (JsonNestsDeeperThan(line, kMaxJsonDepth)
+                                      ? Object()
+                                      : Object::parse(line, nullptr, /*allow_exceptions=*/false))
+                               : ParseUntrustedJson(
+                                     line, nullptr,
+                                     mode == 2 ? JsonPath(kWatchEventManagedFields) : JsonPath());
+      Object& object = event["object"];
+      CompactObject(object);
+      benchmark::DoNotOptimize(object);
+    }
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * lines.size()));
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes));
+}
+BENCHMARK(BM_DecodeWatchEvent)->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond);
 
 void BM_WatchEventsIntoCache(benchmark::State& state) {
   constexpr int kUpdates = 500;

@@ -135,7 +135,7 @@ StatusOr<ObjectList> Client::List(const GroupVersionResource& gvr, std::string_v
   // stands alone (as client-go's decoding does). The list's kind may come
   // after its items (custom resources' lists sort their keys).
   std::vector<size_t> kindless;
-  Object rest = ParseUntrustedList(text, [&](Object&& item) {
+  auto take = [&](Object&& item) {
     if (!item.contains("apiVersion")) item["apiVersion"] = gvr.ApiVersion();
     if (!item.contains("kind")) {
       if (gvr.kind.empty()) {
@@ -146,7 +146,10 @@ StatusOr<ObjectList> Client::List(const GroupVersionResource& gvr, std::string_v
     }
     if (each) each(item);
     list.items.push_back(std::move(item));
-  });
+  };
+  const JsonPath leave_out =
+      options.without_managed_fields ? JsonPath(kListItemsManagedFields) : JsonPath();
+  Object rest = ParseUntrustedList(text, take, nullptr, leave_out);
   if (rest.is_discarded() || !rest.is_object()) return NotJson("GET", path);
   if (auto m = rest.find("metadata"); m != rest.end() && m->is_object()) {
     list.resource_version = m->value("resourceVersion", "");
@@ -208,8 +211,10 @@ Status Client::Watch(const GroupVersionResource& gvr, std::string_view ns,
     q += "&timeoutSeconds=" + std::to_string(options.timeout_seconds);
 
   Status decode_error;
+  const JsonPath leave_out =
+      options.without_managed_fields ? JsonPath(kWatchEventManagedFields) : JsonPath();
   auto on_line = [&](std::string_view line) {
-    auto j = ParseUntrustedJson(line);
+    auto j = ParseUntrustedJson(line, nullptr, leave_out);
     if (j.is_discarded() || !j.is_object()) {
       decode_error = Status(StatusCode::kInternal, "undecodable watch event");
       return false;

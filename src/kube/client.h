@@ -33,6 +33,9 @@ struct ListOptions {
   std::string resource_version_match;  // "", "NotOlderThan", "Exact"
   int64_t limit = 0;                   // 0 = no paging
   std::string continue_token;
+  // The items' metadata.managedFields are not decoded (not a query: the
+  // server sends them; an informer's cache never keeps them).
+  bool without_managed_fields = false;
 };
 
 struct ObjectList {
@@ -47,6 +50,8 @@ struct WatchOptions {
   std::string field_selector;
   bool allow_bookmarks = true;
   int timeout_seconds = 0;  // server-side timeout; 0 = server default
+  // The objects' metadata.managedFields are not decoded (as for ListOptions).
+  bool without_managed_fields = false;
 };
 
 struct WatchEvent {

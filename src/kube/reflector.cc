@@ -59,6 +59,7 @@ Status Reflector::ListOnce(std::string& relist_rv) {
   lo.label_selector = options_.label_selector;
   lo.field_selector = options_.field_selector;
   lo.resource_version = relist_rv;
+  lo.without_managed_fields = true;
   auto prepare = [this](Object& item) { sink_.PrepareListed(item); };
   StatusOr<ObjectList> list =
       client_->ListAll(options_.gvr, options_.ns, lo, options_.page_size, prepare);
@@ -89,6 +90,7 @@ Reflector::WatchOutcome Reflector::WatchOnce(std::stop_token stop) {
   wo.field_selector = options_.field_selector;
   wo.allow_bookmarks = true;
   wo.timeout_seconds = RandomWatchTimeout();
+  wo.without_managed_fields = true;
   {
     std::lock_guard<std::mutex> g(mu_);
     ++counters_.watches;

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <functional>
+#include <span>
 #include <string_view>
 
 #include "kube/object.h"
@@ -23,10 +24,25 @@ inline constexpr int kMaxJsonDepth = 512;
 // linear scan that skips strings; it does not check the JSON otherwise).
 bool JsonNestsDeeperThan(std::string_view text, int max_depth);
 
+// A path of object keys from a document's root to a value a parse leaves
+// out; "*" stands for any element of an array. Empty: nothing left out.
+using JsonPath = std::span<const std::string_view>;
+
+// metadata.managedFields of a watch event's object, and of a list's items:
+// what an informer's cache never keeps (CompactObject), left out as they are
+// read instead of built and then dropped (about half of a VM's or a
+// Machine's JSON).
+inline constexpr std::string_view kWatchEventManagedFields[] = {"object", "metadata",
+                                                                "managedFields"};
+inline constexpr std::string_view kListItemsManagedFields[] = {"items", "*", "metadata",
+                                                               "managedFields"};
+
 // Parses a JSON document from outside: a discarded value (is_discarded())
 // when it is not JSON or nests deeper than kMaxJsonDepth; `*too_deep` (if
-// given) says which.
-Object ParseUntrustedJson(std::string_view text, bool* too_deep = nullptr);
+// given) says which. The value at `leave_out` (if it is there) is not built.
+// The parse itself does not recurse: it stops at the first value deeper
+// than kMaxJsonDepth.
+Object ParseUntrustedJson(std::string_view text, bool* too_deep = nullptr, JsonPath leave_out = {});
 
 // Parses a collection from outside (an apiserver's "...List" answer) one
 // item at a time: each object of the top-level "items" array is handed to
@@ -35,8 +51,9 @@ Object ParseUntrustedJson(std::string_view text, bool* too_deep = nullptr);
 // beside what the caller keeps of it. Returns the rest of the document
 // (kind, metadata, an empty "items"), or a discarded value as
 // ParseUntrustedJson does; items already handed over stay handed over.
-// Elements of "items" that are not objects are dropped.
+// Elements of "items" that are not objects are dropped; `leave_out` as for
+// ParseUntrustedJson, from the list's root (kListItemsManagedFields).
 Object ParseUntrustedList(std::string_view text, const std::function<void(Object&&)>& item,
-                          bool* too_deep = nullptr);
+                          bool* too_deep = nullptr, JsonPath leave_out = {});
 
 }  // namespace caphv::kube

@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <mutex>
 #include <thread>
+#include <vector>
 
 #include "kube/http_server.h"
 #include "kube/self_signed.h"
@@ -259,6 +261,60 @@ TEST_F(ClientTest, WatchDeliversEventsFromAResourceVersion) {
   EXPECT_EQ(seen[0].first, WatchEvent::Type::kAdded);
   EXPECT_EQ(seen[1].first, WatchEvent::Type::kModified);
   EXPECT_EQ(seen[2].first, WatchEvent::Type::kDeleted);
+}
+
+// What an informer asks for: the objects without metadata.managedFields,
+// which the apiserver always sends (an informer's cache never keeps them).
+TEST_F(ClientTest, ListAndWatchLeaveManagedFieldsOutWhenAsked) {
+  ScopedNamespace ns(client_, "managed-fields");
+  ASSERT_TRUE(client_->Create(kGadgets, ns.name(), Gadget("m1", 1)).ok());
+  auto whole = client_->List(kGadgets, ns.name());
+  ASSERT_TRUE(whole.ok()) << whole.status().ToString();
+  ASSERT_EQ(whole->items.size(), 1u);
+  EXPECT_TRUE(whole->items[0]["metadata"].contains("managedFields"));
+  auto lean = client_->List(kGadgets, ns.name(), {.without_managed_fields = true});
+  ASSERT_TRUE(lean.ok()) << lean.status().ToString();
+  ASSERT_EQ(lean->items.size(), 1u);
+  Object expected = whole->items[0];
+  expected["metadata"].erase("managedFields");
+  EXPECT_EQ(lean->items[0], expected);
+
+  // Two watches from the same point, one of them lean.
+  std::mutex mu;
+  std::vector<Object> seen[2];
+  std::stop_source stop;
+  std::vector<std::thread> watchers;
+  for (int i = 0; i < 2; ++i) {
+    watchers.emplace_back([&, i] {
+      WatchOptions o{.resource_version = whole->resource_version};
+      o.without_managed_fields = i == 1;
+      Status s = client_->Watch(
+          kGadgets, ns.name(), o,
+          [&](WatchEvent&& ev) {
+            if (ev.type != WatchEvent::Type::kModified) return true;
+            std::lock_guard lock(mu);
+            seen[i].push_back(std::move(ev.object));
+            return true;
+          },
+          stop.get_token());
+      EXPECT_TRUE(s.IsCancelled() || s.ok()) << s.ToString();
+    });
+  }
+  ASSERT_TRUE(
+      client_->Patch(kGadgets, ns.name(), "m1", PatchType::kMerge, {{"spec", {{"size", 2}}}}).ok());
+  EXPECT_TRUE(Eventually([&] {
+    std::lock_guard lock(mu);
+    return !seen[0].empty() && !seen[1].empty();
+  }));
+  stop.request_stop();
+  for (auto& w : watchers) w.join();
+  ASSERT_FALSE(seen[0].empty());
+  ASSERT_FALSE(seen[1].empty());
+  EXPECT_TRUE(seen[0][0]["metadata"].contains("managedFields"));
+  Object lean_event = seen[0][0];
+  lean_event["metadata"].erase("managedFields");
+  EXPECT_EQ(seen[1][0], lean_event);
+  EXPECT_EQ(seen[1][0]["spec"]["size"], 2);
 }
 
 TEST_F(ClientTest, UnreachableServerIsUnavailableAndBadTokenUnauthorized) {

@@ -70,5 +70,64 @@ TEST(UntrustedJsonTest, ListItemsAreHandedOverOneByOne) {
   EXPECT_FALSE(too_deep);
 }
 
+TEST(UntrustedJsonTest, BuildsWhatNlohmannsParserBuilds) {
+  const std::string text = R"({"a": [1, -2, 3.5, 1e3, 18446744073709551615, true, false, null],
+      "b": {"c": "\u00e9t\u00e9 \"q\"", "d": {}, "e": [], "f": [[], [{}], {"g": [0]}]},
+      "dup": 1, "dup": {"last": "wins"}, "": ""})";
+  EXPECT_EQ(ParseUntrustedJson(text), Object::parse(text));
+  EXPECT_EQ(ParseUntrustedJson("[]"), Object::array());
+  EXPECT_EQ(ParseUntrustedJson("\"s\""), "s");
+  EXPECT_EQ(ParseUntrustedJson("7"), 7);
+  for (const char* bad : {"", "{", "[1,]", R"({"a" 1})", "{} {}", "nul"}) {
+    EXPECT_TRUE(ParseUntrustedJson(bad).is_discarded()) << bad;
+  }
+}
+
+TEST(UntrustedJsonTest, TheWatchedObjectsManagedFieldsAreLeftOut) {
+  const std::string event = R"({"type": "MODIFIED",
+      "metadata": {"managedFields": ["not the object's"]},
+      "object": {"kind": "VirtualMachine",
+        "metadata": {"name": "vm-1", "managedFields": [{"manager": "caphv",
+            "fieldsV1": {"f:spec": {"f:a": {}, "f:b": {".": {}}}}}],
+          "labels": {"managedFields": "a label"}},
+        "spec": {"metadata": {"managedFields": [1]}}}})";
+  Object parsed = ParseUntrustedJson(event, nullptr, kWatchEventManagedFields);
+  Object expected = Object::parse(event);
+  expected["object"]["metadata"].erase("managedFields");
+  EXPECT_EQ(parsed, expected);
+  // Only that path: the same key elsewhere stays.
+  EXPECT_EQ(parsed["metadata"]["managedFields"], Object::parse(R"(["not the object's"])"));
+  EXPECT_EQ(parsed["object"]["spec"]["metadata"]["managedFields"], Object::parse("[1]"));
+
+  // A value left out is still bounded and still has to be JSON.
+  bool too_deep = false;
+  const std::string deep = R"({"object": {"metadata": {"managedFields": )" + Nested(100000) + "}}}";
+  EXPECT_TRUE(ParseUntrustedJson(deep, &too_deep, kWatchEventManagedFields).is_discarded());
+  EXPECT_TRUE(too_deep);
+  EXPECT_TRUE(ParseUntrustedJson(R"({"object": {"metadata": {"managedFields": [1,]}}})", &too_deep,
+                                 kWatchEventManagedFields)
+                  .is_discarded());
+  EXPECT_FALSE(too_deep);
+}
+
+TEST(UntrustedJsonTest, ListItemsLeaveTheirManagedFieldsOut) {
+  const std::string page = R"({"kind": "VirtualMachineList",
+      "metadata": {"resourceVersion": "9", "managedFields": "the list's own"},
+      "items": [
+        {"metadata": {"name": "a", "managedFields": [{"manager": "x"}]}, "spec": {"n": 1}},
+        {"metadata": {"name": "b"}, "status": {"metadata": {"managedFields": 2}}}]})";
+  std::vector<Object> items;
+  Object rest = ParseUntrustedList(
+      page, [&](Object&& item) { items.push_back(std::move(item)); }, nullptr,
+      kListItemsManagedFields);
+  ASSERT_EQ(items.size(), 2U);
+  EXPECT_EQ(items[0], Object::parse(R"({"metadata": {"name": "a"}, "spec": {"n": 1}})"));
+  EXPECT_EQ(items[1],
+            Object::parse(
+                R"({"metadata": {"name": "b"}, "status": {"metadata": {"managedFields": 2}}})"));
+  EXPECT_EQ(rest["metadata"]["managedFields"], "the list's own");
+  EXPECT_EQ(rest["items"], Object::array());
+}
+
 }  // namespace
 }  // namespace caphv::kube

@@ -1,0 +1,74 @@
+// Fuzz target: the decoder of every JSON document an apiserver or an
+// admission request sends (kube::ParseUntrustedJson, ParseUntrustedList),
+// checked against nlohmann's own parser on the same text: the same document,
+// or the same refusal, with the watched object's or the list items'
+// managedFields left out where asked, and no crash or sanitizer report on a
+// document nested past kMaxJsonDepth.
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "kube/untrusted_json.h"
+
+namespace {
+
+using caphv::kube::Object;
+
+void EraseManagedFields(Object& object) {
+  if (!object.is_object()) return;
+  if (auto md = object.find("metadata"); md != object.end() && md->is_object()) {
+    md->erase("managedFields");
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  namespace kube = caphv::kube;
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  bool too_deep = false;
+  const Object parsed = kube::ParseUntrustedJson(text, &too_deep);
+  if (too_deep != kube::JsonNestsDeeperThan(text, kube::kMaxJsonDepth) &&
+      !(too_deep == false && parsed.is_discarded())) {
+    __builtin_trap();  // refused for depth exactly when it nests too deep (or is not JSON first)
+  }
+  if (too_deep) return 0;
+  const Object expected = Object::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_discarded() != expected.is_discarded()) __builtin_trap();
+  if (expected.is_discarded()) return 0;
+  if (parsed != expected) __builtin_trap();
+
+  // The watch event's object without its managedFields.
+  Object event = expected;
+  if (event.is_object()) {
+    if (auto o = event.find("object"); o != event.end()) EraseManagedFields(*o);
+  }
+  if (kube::ParseUntrustedJson(text, nullptr, kube::kWatchEventManagedFields) != event) {
+    __builtin_trap();
+  }
+
+  // A list: its items handed over (objects only, managedFields left out), the
+  // rest kept. Compared item by item only without a repeated "items" key.
+  std::vector<Object> items;
+  Object rest = kube::ParseUntrustedList(
+      text, [&](Object&& item) { items.push_back(std::move(item)); }, nullptr,
+      kube::kListItemsManagedFields);
+  if (rest.is_discarded()) __builtin_trap();
+  if (!expected.is_object() || !expected.contains("items") || !expected["items"].is_array()) {
+    return 0;
+  }
+  std::vector<Object> want;
+  for (Object item : expected["items"]) {
+    if (!item.is_object()) continue;
+    EraseManagedFields(item);
+    want.push_back(std::move(item));
+  }
+  if (items.size() < want.size()) __builtin_trap();
+  if (items.size() == want.size() && items != want) __builtin_trap();
+  Object others = expected;
+  others["items"] = Object::array();
+  if (rest != others) __builtin_trap();
+  return 0;
+}
