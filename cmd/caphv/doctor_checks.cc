@@ -34,6 +34,14 @@ std::string FirstLine(std::string_view s) {
   return std::string(s);
 }
 
+std::string WhyUnreachable(const kube::Status& s, std::chrono::milliseconds timeout) {
+  std::string why = FirstLine(s.message());
+  if (s.code() != kube::StatusCode::kTimeout) return why;
+  const auto ms = timeout.count();
+  return why + " (timed out; --timeout " +
+         (ms % 1000 == 0 ? std::to_string(ms / 1000) + "s" : std::to_string(ms) + "ms") + ")";
+}
+
 std::pair<std::string, std::string> Split(const std::string& ref) {
   const auto slash = ref.find('/');
   if (slash == std::string::npos) return {"default", ref};

@@ -47,6 +47,11 @@ bool Unreachable(const kube::Status& s);
 // ("GET /apis/...: ").
 std::string FirstLine(std::string_view s);
 
+// Why an apiserver could not be reached, for a check's line: the error's
+// first line, and for a timeout the --timeout it ran under ("...: SSL
+// connection timeout (timed out; --timeout 1s)").
+std::string WhyUnreachable(const kube::Status& s, std::chrono::milliseconds timeout);
+
 // "namespace/name" -> {namespace, name}; no slash: {"default", ref}.
 std::pair<std::string, std::string> Split(const std::string& ref);
 

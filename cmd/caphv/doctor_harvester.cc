@@ -44,7 +44,7 @@ std::vector<Check> HarvesterChecks(const DoctorFlags& f) {
     } else if (Unreachable(images.status())) {
       checks.push_back(
           {"harvester reachable", false,
-           "cannot reach " + config->server + ": " + FirstLine(images.status().message()),
+           "cannot reach " + config->server + ": " + WhyUnreachable(images.status(), f.timeout),
            "check the server address of the kubeconfig and that Harvester is up"});
     } else {
       checks.push_back({"harvester reachable", false,

@@ -158,9 +158,10 @@ std::vector<Check> ManagementChecks(const DoctorFlags& f) {
   Json ns_labels = Json::object();
   auto ns = client.Get(kube::resources::kNamespaces, "", f.ns);
   if (!ns.ok() && Unreachable(ns.status())) {
-    checks.push_back({"management cluster", false,
-                      "cannot reach " + config->server + ": " + FirstLine(ns.status().message()),
-                      "check the server address of --kubeconfig and that the cluster is up"});
+    checks.push_back(
+        {"management cluster", false,
+         "cannot reach " + config->server + ": " + WhyUnreachable(ns.status(), f.timeout),
+         "check the server address of --kubeconfig and that the cluster is up"});
     return checks;
   }
   if (!ns.ok()) {
