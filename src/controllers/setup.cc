@@ -294,8 +294,11 @@ kube::StatusOr<std::unique_ptr<Controllers>> Controllers::New(std::shared_ptr<ku
   deletions.update = [](const Object&, const Object&) { return false; };
   clusters.Watch(ctx.harvester_machines, labelled(ctx.harvester_clusters, false), deletions);
 
-  // HarvesterMachine watches.
-  machines.For(ctx.harvester_machines);
+  // HarvesterMachine watches. The reconciler is the only writer of a
+  // HarvesterMachine's status and folds each write into its observation, so
+  // its own status writes bring it no reconcile (a status another writer
+  // changes is rewritten at the next one).
+  machines.For(ctx.harvester_machines, kube::IgnoreStatusOnlyChanges());
   machines.Watch(ctx.machines, InfrastructureRefOf("HarvesterMachine"), MachineFieldsChanged());
   machines.Watch(ctx.clusters, labelled(ctx.harvester_machines, true), ClusterFieldsChanged());
   // A machine reads its HarvesterCluster's spec; readiness comes through

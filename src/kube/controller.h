@@ -132,6 +132,12 @@ struct Predicates {
 Predicates GenerationChanged();
 // Drops resync re-deliveries (same resourceVersion).
 Predicates ResourceVersionChanged();
+// Drops updates that change nothing but the status (and the
+// resourceVersion): for a reconciler that is the only writer of its
+// object's status and folds each status write into its own observation, so
+// that the watch event of its own write brings no reconcile that would plan
+// nothing. Resync re-deliveries (same resourceVersion) pass.
+Predicates IgnoreStatusOnlyChanges();
 
 class Controller {
  public:

@@ -62,6 +62,39 @@ TEST(PredicatesTest, GenerationAndResourceVersionChanged) {
   EXPECT_TRUE(ResourceVersionChanged().update(a, b));
 }
 
+TEST(PredicatesTest, StatusOnlyChangesAreIgnored) {
+  const auto update = IgnoreStatusOnlyChanges().update;
+  const Object base = Object::parse(R"({"apiVersion": "v1", "kind": "K",
+      "metadata": {"name": "m", "resourceVersion": "10", "generation": 1,
+                   "labels": {"a": "1"}, "finalizers": ["f"]},
+      "spec": {"cpu": 2}, "status": {"ready": false}})");
+  auto with = [&](const char* pointer, const Object& value, const char* rv = "11") {
+    Object o = base;
+    o[Object::json_pointer(pointer)] = value;
+    o["metadata"]["resourceVersion"] = rv;
+    return o;
+  };
+  // Its own status write, whatever it changed in the status.
+  EXPECT_FALSE(update(base, with("/status/ready", true)));
+  EXPECT_FALSE(update(base, with("/status/addresses", Object::array())));
+  EXPECT_FALSE(update(base, with("/metadata/managedFields", Object::array())));
+  // Everything else passes: spec, labels, annotations, finalizers, deletion,
+  // a key added or removed anywhere outside the status.
+  EXPECT_TRUE(update(base, with("/spec/cpu", 4)));
+  EXPECT_TRUE(update(base, with("/spec/providerID", "harvester://u")));
+  EXPECT_TRUE(update(base, with("/metadata/labels/b", "2")));
+  EXPECT_TRUE(update(base, with("/metadata/annotations", {{"cluster.x-k8s.io/paused", ""}})));
+  EXPECT_TRUE(update(base, with("/metadata/finalizers", Object::array())));
+  EXPECT_TRUE(update(base, with("/metadata/deletionTimestamp", "2026-11-29T00:00:00Z")));
+  Object no_spec = base;
+  no_spec.erase("spec");
+  no_spec["metadata"]["resourceVersion"] = "11";
+  EXPECT_TRUE(update(base, no_spec));
+  EXPECT_TRUE(update(no_spec, with("/status/ready", true)));
+  // A resync (same resourceVersion) passes, as it exists to reconcile again.
+  EXPECT_TRUE(update(base, base));
+}
+
 TEST(ResultTest, Constructors) {
   EXPECT_TRUE(Result::Done().error.ok());
   EXPECT_EQ(Result::RequeueAfter(std::chrono::seconds(3)).requeue_after, std::chrono::seconds(3));
