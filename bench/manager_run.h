@@ -24,7 +24,12 @@
 // The manager is caphv-manager (`--namespace` of the run) or, with
 // Provider::kGo, the Go provider v0.2.9 it replaces (`caphv-go`, built by
 // hack/build-testbins.sh caphv-go; it serves every namespace and runs with its
-// own CRDs, which InstallCrds applies over CAPHV's).
+// own CRDs, which InstallCrds applies over CAPHV's). caphv-manager serves its
+// webhooks on the bed's serving certificate, and its mutating webhook
+// mharvestermachine.kb.io is registered for the run's namespace, as a
+// clusterctl or Helm install registers it (HarvesterMachines are created with
+// the finalizer); the validating webhooks, which write nothing, are not (the
+// Go provider runs without its own). CAPHV_BENCH_WEBHOOKS=0 leaves it out.
 //
 // The child process and its /proc and /metrics readings are in
 // process_readings.h. Header-only (bench binaries are single files). Thread
@@ -46,6 +51,7 @@
 #include "kube/client.h"
 #include "process_readings.h"
 #include "support/testbed.h"
+#include "support/webhook_configs.h"
 
 namespace caphv::bench {
 
@@ -160,7 +166,12 @@ class ProvisionRun {
     }
     log_path_ = std::filesystem::path(bed.dir()) / "logs" / (log_name_ + ".log");
     std::filesystem::create_directories(log_path_.parent_path());
-    return StartManager();
+    const char* webhooks = std::getenv("CAPHV_BENCH_WEBHOOKS");
+    if (provider_ == Provider::kCaphv && !(webhooks && std::string(webhooks) == "0")) {
+      webhook_port_ = testing::FreePort();
+    }
+    if (std::string error = StartManager(); !error.empty()) return error;
+    return webhook_port_ ? RegisterMachineWebhook() : "";
   }
 
   // Kills the manager (SIGKILL: nothing it held is written back) and starts
@@ -259,6 +270,10 @@ class ProvisionRun {
   // Stops the manager and deletes both namespaces; strips finalizers left
   // behind so nothing of the run stays on the bed.
   void CleanUp() {
+    if (webhook_registered_) {
+      mgmt_->Delete(kube::resources::kMutatingWebhookConfigurations, "", ns_).IgnoreError();
+      webhook_registered_ = false;
+    }
     if (manager_) manager_->Stop(SIGTERM);
     manager_.reset();
     if (namespace_created_) {
@@ -314,6 +329,16 @@ class ProvisionRun {
           // figures were measured (no flag means the Go manager's
           // development-mode debug logging).
           "-v=" + std::string(std::getenv("CAPHV_BENCH_V") ? std::getenv("CAPHV_BENCH_V") : "0")};
+      if (webhook_port_ != 0) {
+        const auto certs = std::filesystem::path(bed.dir()) / "bench-webhook-certs";
+        std::filesystem::create_directories(certs);
+        const auto pki = std::filesystem::path(bed.dir()) / "pki";
+        const auto overwrite = std::filesystem::copy_options::overwrite_existing;
+        std::filesystem::copy_file(pki / "serving.crt", certs / "tls.crt", overwrite);
+        std::filesystem::copy_file(pki / "serving.key", certs / "tls.key", overwrite);
+        args.insert(args.end(), {"--enable-webhooks", "--webhook-port",
+                                 std::to_string(webhook_port_), "--webhook-cert-dir", certs});
+      }
     }
     manager_ = std::make_unique<testing::ChildProcess>(args, log_path_, /*append=*/restarts_++ > 0);
     if (!manager_->started()) return "cannot start " + args.front();
@@ -322,6 +347,47 @@ class ProvisionRun {
         std::chrono::seconds(60), kPoll);
     if (!ready) return "the manager is not ready, see " + log_path_.string();
     return "";
+  }
+
+  // The mutating webhook configuration of HarvesterMachines, named after and
+  // scoped to the run's namespace; returns once the apiserver calls it (a
+  // dry-run create comes back with the finalizer). An error message or "".
+  std::string RegisterMachineWebhook() {
+    const std::string ca =
+        ReadWholeFile(std::filesystem::path(testing::Testbed::Get().dir()) / "pki" / "ca.crt");
+    for (auto& config : testing::WebhookConfigurations(ns_, webhook_port_, ca, ns_)) {
+      if (config.resource != kube::resources::kMutatingWebhookConfigurations) continue;
+      auto& hooks = config.object["webhooks"];
+      hooks.erase(std::remove_if(hooks.begin(), hooks.end(),
+                                 [](const kube::Object& h) {
+                                   return h.value("name", "") != "mharvestermachine.kb.io";
+                                 }),
+                  hooks.end());
+      if (auto r = mgmt_->Create(config.resource, "", config.object); !r.ok()) {
+        return "MutatingWebhookConfiguration: " + r.status().ToString();
+      }
+      webhook_registered_ = true;
+    }
+    const kube::Object probe = {
+        {"apiVersion", "infrastructure.cluster.x-k8s.io/v1alpha1"},
+        {"kind", "HarvesterMachine"},
+        {"metadata", {{"name", "webhook-probe"}, {"namespace", ns_}}},
+        {"spec",
+         {{"cpu", 1},
+          {"memory", "1Gi"},
+          {"sshUser", "ubuntu"},
+          {"sshKeyPair", "default/demo-key"},
+          {"volumes", kube::Object::array({{{"volumeType", "image"},
+                                            {"imageName", "default/image-ubuntu"},
+                                            {"volumeSize", "10Gi"}}})},
+          {"networks", kube::Object::array({"default/vlan100"})}}}};
+    const bool called = testing::Eventually(
+        [&] {
+          auto r = mgmt_->Create(kHarvesterMachines, ns_, probe, {.dry_run = true});
+          return r.ok() && (*r)["metadata"].contains("finalizers");
+        },
+        std::chrono::seconds(30), kPoll);
+    return called ? "" : "the apiserver does not call the HarvesterMachine webhook";
   }
 
   std::string BootstrapSecret() const { return cluster_ + "-bootstrap"; }
@@ -393,6 +459,8 @@ class ProvisionRun {
   std::string ns_, target_ns_, cluster_;
   ClusterSpec spec_;
   bool namespace_created_ = false;
+  int webhook_port_ = 0;  // 0: no webhooks
+  bool webhook_registered_ = false;
   std::filesystem::path log_path_;
   std::unique_ptr<testing::ChildProcess> manager_;
   int metrics_port_ = 0;

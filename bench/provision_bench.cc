@@ -56,7 +56,12 @@
 //                         caused (totals, not per machine), peak VmRSS during
 //                         it and VmRSS once quiet,
 //   delete_requests_per_machine  every request but watches while deleting,
-//   rss_deleted_MiB       VmRSS after deletion and the settle time.
+//   rss_start_MiB         VmRSS of the manager as started, ready and idle 5 s,
+//                         before anything is created,
+//   rss_deleted_MiB       VmRSS after deletion and the settle time,
+//   anon_start_MiB, anon_deleted_MiB  RssAnon (heap and stacks, without the
+//                         binary's and libraries' pages) at those two times,
+//   threads_start, threads_deleted  the manager's threads at those two times.
 // Printed after each run (lines starting with '#'): every request of the
 // manager per machine by apiserver, verb and resource, for provisioning,
 // restart and deletion; and the CPU each bed process used in each phase
@@ -228,6 +233,12 @@ void BM_ProvisionAndDelete(benchmark::State& state) {
       state.SkipWithError(error.c_str());
       return;
     }
+    // The manager as started, over nothing: what the memory after the
+    // deletion is compared with.
+    std::this_thread::sleep_for(std::chrono::seconds(5));
+    const int64_t rss_start_kib = ResidentKiB(run.manager_pid());
+    const int64_t anon_start_kib = ProcKiB(run.manager_pid(), "status", "RssAnon");
+    const int64_t threads_start = ProcKiB(run.manager_pid(), "status", "Threads");
     std::optional<ResidentSampler> sampler;
     sampler.emplace(run.manager_pid());
 
@@ -314,6 +325,8 @@ void BM_ProvisionAndDelete(benchmark::State& state) {
     const char* settle = std::getenv("CAPHV_BENCH_SETTLE_S");
     std::this_thread::sleep_for(std::chrono::seconds(settle ? std::atoi(settle) : 60));
     const int64_t rss_deleted_kib = ResidentKiB(run.manager_pid());
+    const int64_t anon_deleted_kib = ProcKiB(run.manager_pid(), "status", "RssAnon");
+    const int64_t threads_deleted = ProcKiB(run.manager_pid(), "status", "Threads");
 
     state.SetIterationTime(provision_s);
     state.counters["machines"] = n;
@@ -325,6 +338,11 @@ void BM_ProvisionAndDelete(benchmark::State& state) {
     state.counters["rss_peak_MiB"] = MiB(rss_peak_kib);
     state.counters["rss_ready_MiB"] = MiB(rss_ready_kib);
     state.counters["rss_deleted_MiB"] = MiB(rss_deleted_kib);
+    state.counters["rss_start_MiB"] = MiB(rss_start_kib);
+    state.counters["anon_start_MiB"] = MiB(anon_start_kib);
+    state.counters["anon_deleted_MiB"] = MiB(anon_deleted_kib);
+    state.counters["threads_start"] = static_cast<double>(threads_start);
+    state.counters["threads_deleted"] = static_cast<double>(threads_deleted);
     state.counters["restart_s"] = restart_s;
     state.counters["restart_writes"] = audit->available() ? restart_requests.writes : -1;
     state.counters["restart_reads"] = audit->available() ? restart_requests.reads : -1;

@@ -141,6 +141,16 @@ webhooks:
   reinvocationPolicy: Never
   rules:
   - {apiGroups: [infrastructure.cluster.x-k8s.io], apiVersions: [v1alpha1], operations: [UPDATE], resources: [harvesterclusters]}
+- name: mharvestermachine.kb.io
+  admissionReviewVersions: [v1]
+  clientConfig:
+    url: https://127.0.0.1:$WEBHOOK_PORT/mutate-infrastructure-cluster-x-k8s-io-v1alpha1-harvestermachine
+    caBundle: $CA
+  failurePolicy: Fail
+  sideEffects: None
+  reinvocationPolicy: Never
+  rules:
+  - {apiGroups: [infrastructure.cluster.x-k8s.io], apiVersions: [v1alpha1], operations: [CREATE], resources: [harvestermachines]}
 YAML
 } >"$DIR/caphv/webhooks.yaml"
 $MGMT apply -f "$DIR/caphv/webhooks.yaml" >/dev/null

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <exception>
 #include <thread>
+#include <utility>
 
 #include "controllers/metrics.h"
 #include "kube/authn_authz.h"
@@ -115,7 +116,8 @@ kube::Status Manager::StartServers() {
                                 .cert_dir = options_.webhook_cert_dir,
                                 .cert_name = options_.webhook_cert_name,
                                 .key_name = options_.webhook_key_name});
-    webhooks::RegisterWebhooks(*webhook_server_);
+    webhooks::RegisterWebhooks(
+        *webhook_server_, {.ns = options_.watch_namespace, .watch_filter = options_.watch_filter});
     CAPHV_RETURN_IF_ERROR(webhook_server_->Start());
     webhook_serving_.store(true);
     log_.Info("Serving webhooks",
@@ -257,9 +259,12 @@ int Manager::Run(std::stop_token stop) {
   }
 
   // Gives freed heap pages back after large deletions, leader or not (every
-  // replica's caches shrink); stopped and joined when Run() returns.
-  std::jthread heap_releaser([logger = kube::log::Root().WithName("heap")](std::stop_token s) {
-    kube::HeapReleaser().Run(s, logger);
+  // replica's caches shrink), after closing the management connections idle
+  // for 90 s (a quiet manager makes no request that would); stopped and
+  // joined when Run() returns.
+  std::jthread heap_releaser([logger = kube::log::Root().WithName("heap"),
+                              client = client_](std::stop_token s) {
+    kube::HeapReleaser().Run(std::move(s), logger, [&client] { client->CloseIdleConnections(); });
   });
 
   std::shared_ptr<kube::LeaderElector> elector;

@@ -31,6 +31,13 @@ namespace caphv::api {
 inline constexpr std::string_view kVolumeTypeImage = "image";
 inline constexpr std::string_view kVolumeTypeStorageClass = "storageClass";
 inline constexpr std::string_view kProviderIDPrefix = "harvester://";
+// The finalizer CAPHV keeps on a HarvesterMachine while anything it created
+// on Harvester may exist, and the Go provider v0.2.x's name for it (honoured
+// the same way, so that a machine it made is still cleaned up).
+inline constexpr std::string_view kMachineFinalizer =
+    "harvestermachine.infrastructure.cluster.x-k8s.io/finalizer";
+inline constexpr std::string_view kLegacyMachineFinalizer =
+    "harvestermachine.infrastructure.cluster.x-k8s.io";
 
 struct Volume {
   std::string volume_type;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "api/common.h"
+#include "api/harvester_machine.h"
 #include "kube/client.h"
 #include "kube/resource.h"
 
@@ -26,10 +27,8 @@ inline constexpr std::string_view kClusterFinalizer =
     "harvester.infrastructure.cluster.x-k8s.io/finalizer";
 inline constexpr std::string_view kLegacyClusterFinalizer =
     "harvester.infrastructure.cluster.x-k8s.io";
-inline constexpr std::string_view kMachineFinalizer =
-    "harvestermachine.infrastructure.cluster.x-k8s.io/finalizer";
-inline constexpr std::string_view kLegacyMachineFinalizer =
-    "harvestermachine.infrastructure.cluster.x-k8s.io";
+inline constexpr std::string_view kMachineFinalizer = api::kMachineFinalizer;
+inline constexpr std::string_view kLegacyMachineFinalizer = api::kLegacyMachineFinalizer;
 inline constexpr std::string_view kPausedAnnotation = "cluster.x-k8s.io/paused";
 inline constexpr std::string_view kControlPlaneLabel = "cluster.x-k8s.io/control-plane";
 inline constexpr std::string_view kClusterNameLabel = "cluster.x-k8s.io/cluster-name";

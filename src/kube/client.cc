@@ -302,6 +302,10 @@ Status Client::Delete(const GroupVersionResource& gvr, std::string_view ns, std:
   return Do("DELETE", gvr.ObjectPath(ns, name), body.dump(), kJson).status();
 }
 
+size_t Client::CloseIdleConnections() {
+  return transport_->CloseIdle(config_.idle_connection_timeout);
+}
+
 StatusOr<Object> Client::GetPath(std::string_view path) {
   return Do("GET", std::string(path), {}, {});
 }

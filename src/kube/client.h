@@ -153,6 +153,12 @@ class Client {
   // GET an arbitrary path (discovery, /version, /readyz).
   StatusOr<Object> GetPath(std::string_view path);
 
+  // Closes the pooled connections idle for at least
+  // config().idle_connection_timeout (90 s, as client-go's transport);
+  // returns how many. They are also closed when the client is next used; this
+  // is for a client that may stay unused.
+  size_t CloseIdleConnections();
+
  private:
   explicit Client(RestConfig config);
   StatusOr<Object> Do(std::string_view method, const std::string& path, const std::string& body,

@@ -49,6 +49,9 @@ struct RestConfig {
   // Whole request/response of a non-watch call (a watch ends on its own
   // idle timeout instead).
   std::chrono::milliseconds request_timeout{60000};
+  // A pooled connection idle this long is closed (client-go's transport:
+  // IdleConnTimeout 90 s).
+  std::chrono::milliseconds idle_connection_timeout{90000};
 
   // The bearer token to send, if any (token file first, then token).
   StatusOr<std::string> BearerToken() const;

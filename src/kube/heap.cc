@@ -71,12 +71,14 @@ bool HeapReleaser::Decide(const HeapStats& now) {
   return unused >= options_.min_unused && unused >= floor_ + options_.min_growth;
 }
 
-void HeapReleaser::Run(std::stop_token stop, const log::Logger& logger) {
+void HeapReleaser::Run(std::stop_token stop, const log::Logger& logger,
+                       const std::function<void()>& tidy) {
   std::mutex mu;
   std::condition_variable_any cv;
   std::unique_lock lock(mu);
   // wait_for returns the predicate's value, also when the stop is requested.
   while (!cv.wait_for(lock, stop, options_.period, [&] { return stop.stop_requested(); })) {
+    if (tidy) tidy();
     const HeapStats before = ReadHeapStats();
     if (before.resident_anon == 0) continue;
     const bool release = Decide(before);

@@ -41,6 +41,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <stop_token>
 
 #include "kube/log.h"
@@ -74,7 +75,7 @@ void KeepLargeBlocksMapped(size_t bytes = size_t{128} << 10);
 class HeapReleaser {
  public:
   struct Options {
-    uint64_t min_unused = uint64_t{8} << 20;  // 8 MiB
+    uint64_t min_unused = uint64_t{3} << 20;  // 3 MiB
     uint64_t min_growth = uint64_t{2} << 20;  // 2 MiB
     std::chrono::seconds period{30};
   };
@@ -88,9 +89,11 @@ class HeapReleaser {
   void Released(const HeapStats& after) { floor_ = after.Unused(); }
   uint64_t floor() const { return floor_; }
 
-  // Every `period` until `stop`: reads the stats (logged at V(2)), releases
-  // when Decide() says so, and logs (V(1)) what it gave back.
-  void Run(std::stop_token stop, const log::Logger& logger);
+  // Every `period` until `stop`: calls `tidy` (if any: what frees memory
+  // before it is counted, e.g. closing idle connections), reads the stats
+  // (logged at V(2)), releases when Decide() says so, and logs (V(1)) what
+  // it gave back.
+  void Run(std::stop_token stop, const log::Logger& logger, const std::function<void()>& tidy = {});
 
  private:
   Options options_;

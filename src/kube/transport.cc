@@ -3,6 +3,7 @@
 #include <curl/curl.h>
 
 #include <algorithm>
+#include <chrono>
 #include <mutex>
 
 namespace caphv::kube {
@@ -109,29 +110,54 @@ Transport::Transport(RestConfig config) : config_(std::move(config)) {
 }
 
 Transport::~Transport() {
-  for (void* h : idle_) curl_easy_cleanup(static_cast<CURL*>(h));
+  for (const IdleHandle& h : idle_) curl_easy_cleanup(static_cast<CURL*>(h.handle));
   curl_slist_free_all(static_cast<curl_slist*>(connect_to_list_));
 }
 
-void* Transport::Acquire() {
+std::vector<void*> Transport::TakeIdleBefore(std::chrono::steady_clock::time_point cutoff) {
+  std::vector<void*> expired;
+  auto end = std::find_if(idle_.begin(), idle_.end(),
+                          [&](const IdleHandle& h) { return h.since >= cutoff; });
+  for (auto it = idle_.begin(); it != end; ++it) expired.push_back(it->handle);
+  idle_.erase(idle_.begin(), end);
+  return expired;
+}
+
+size_t Transport::CloseIdle(std::chrono::steady_clock::duration idle_for) {
+  std::vector<void*> expired;
   {
     std::lock_guard lock(mu_);
+    expired =
+        TakeIdleBefore(std::chrono::steady_clock::now() - idle_for + std::chrono::nanoseconds(1));
+  }
+  for (void* h : expired) curl_easy_cleanup(static_cast<CURL*>(h));
+  return expired.size();
+}
+
+void* Transport::Acquire() {
+  void* reused = nullptr;
+  std::vector<void*> expired;
+  {
+    std::lock_guard lock(mu_);
+    expired = TakeIdleBefore(std::chrono::steady_clock::now() - config_.idle_connection_timeout);
     if (!idle_.empty()) {
-      void* h = idle_.back();
+      reused = idle_.back().handle;  // the most recently used: its connection is warm
       idle_.pop_back();
-      return h;
     }
   }
-  return curl_easy_init();
+  for (void* h : expired) curl_easy_cleanup(static_cast<CURL*>(h));
+  return reused != nullptr ? reused : curl_easy_init();
 }
 
 void Transport::Release(void* handle) {
   auto* h = static_cast<CURL*>(handle);
   curl_easy_reset(h);  // keeps the connection and TLS session caches
-  std::lock_guard lock(mu_);
-  if (idle_.size() < kMaxIdleHandles) {
-    idle_.push_back(h);
-    return;
+  {
+    std::lock_guard lock(mu_);
+    if (idle_.size() < kMaxIdleHandles) {
+      idle_.push_back({h, std::chrono::steady_clock::now()});
+      return;
+    }
   }
   curl_easy_cleanup(h);
 }

@@ -2,7 +2,10 @@
 //
 // Transport: HTTP(S) to one apiserver over libcurl, with the TLS material and
 // credentials of a RestConfig. Keeps a small pool of easy handles so
-// connections are reused across calls. Used only by Client.
+// connections are reused across calls: at most 16 idle, each closed once it
+// has been idle for RestConfig::idle_connection_timeout (90 s, as client-go's
+// transport), when the transport is next used or CloseIdle() is called. An idle connection
+// holds its TLS state (tens of KiB). Used only by Client.
 //
 // Thread safety: all methods may be called concurrently.
 
@@ -56,6 +59,10 @@ class Transport {
                                      const std::function<bool(std::string_view)>& on_line,
                                      std::stop_token stop, std::chrono::seconds idle_timeout);
 
+  // Closes the pooled connections idle for at least `idle_for` (all of them
+  // with zero); returns how many.
+  size_t CloseIdle(std::chrono::steady_clock::duration idle_for);
+
  private:
   void* Acquire();             // CURL*
   void Release(void* handle);  // CURL*
@@ -71,8 +78,16 @@ class Transport {
   std::string connect_to_;           // "<tls name>:<port>:<host>:<port>"
   std::string host_header_;          // "Host: <host>:<port>"
   void* connect_to_list_ = nullptr;  // curl_slist* holding connect_to_
+  struct IdleHandle {
+    void* handle;  // CURL*
+    std::chrono::steady_clock::time_point since;
+  };
+  // Removes the handles idle since before `cutoff` (the oldest are first);
+  // the caller cleans them up outside mu_.
+  std::vector<void*> TakeIdleBefore(std::chrono::steady_clock::time_point cutoff);
+
   std::mutex mu_;
-  std::vector<void*> idle_;  // CURL* handles ready for reuse
+  std::vector<IdleHandle> idle_;  // ready for reuse, oldest first
 };
 
 }  // namespace caphv::kube

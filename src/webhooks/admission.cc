@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <exception>
+#include <utility>
 
 #include "kube/base64.h"
 #include "kube/log.h"
@@ -26,16 +27,17 @@ constexpr std::string_view kGroup = "infrastructure.cluster.x-k8s.io";
 constexpr std::string_view kReviewV1 = "admission.k8s.io/v1";
 constexpr std::string_view kReviewV1beta1 = "admission.k8s.io/v1beta1";
 
-Webhook Hook(std::string kind, bool mutating = false) {
+Webhook Hook(std::string kind, bool mutating = false,
+             std::vector<std::string> operations = {"CREATE", "UPDATE"}) {
   std::string lower;
   for (char c : kind) lower += static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
-  Webhook hook{.kind = kind,
+  Webhook hook{.kind = std::move(kind),
                .resource = lower + "s",
                .path = std::string(mutating ? "/mutate" : "/validate") +
                        "-infrastructure-cluster-x-k8s-io-v1alpha1-" + lower,
                .name = (mutating ? "m" : "v") + lower + ".kb.io",
-               .mutating = mutating};
-  if (mutating) hook.operations = {"UPDATE"};
+               .mutating = mutating,
+               .operations = std::move(operations)};
   return hook;
 }
 
@@ -94,7 +96,8 @@ api::Json ValidationDenial(std::string_view api_version, std::string_view uid,
                     std::move(details));
 }
 
-api::Json ReviewUnsafe(const api::Json& review, std::string_view kind, bool mutating) {
+api::Json ReviewUnsafe(const api::Json& review, std::string_view kind, bool mutating,
+                       const MachineScope& scope) {
   if (!review.is_object()) {
     return Denied("", 400, "BadRequest", "the request body is not an AdmissionReview object");
   }
@@ -145,8 +148,12 @@ api::Json ReviewUnsafe(const api::Json& review, std::string_view kind, bool muta
   if (mutating) {
     api::Json out = Allowed(uid);
     out["apiVersion"] = api_version;
-    const api::Json patch = kind == "HarvesterCluster" ? HarvesterClusterPatch(*obj_it, old_object)
-                                                       : api::Json::array();
+    api::Json patch = api::Json::array();
+    if (kind == "HarvesterCluster") {
+      patch = HarvesterClusterPatch(*obj_it, old_object);
+    } else if (kind == "HarvesterMachine" && operation == "CREATE") {
+      patch = HarvesterMachineCreatePatch(*obj_it, StringAt(req, "namespace"), scope);
+    }
     if (!patch.empty()) {
       out["response"]["patchType"] = "JSONPatch";
       out["response"]["patch"] = kube::Base64Encode(patch.dump());
@@ -183,7 +190,8 @@ const std::vector<Webhook>& ValidatingWebhooks() {
 }
 
 const std::vector<Webhook>& MutatingWebhooks() {
-  static const auto* hooks = new std::vector<Webhook>{Hook("HarvesterCluster", true)};
+  static const auto* hooks = new std::vector<Webhook>{Hook("HarvesterCluster", true, {"UPDATE"}),
+                                                      Hook("HarvesterMachine", true, {"CREATE"})};
   return *hooks;
 }
 
@@ -207,9 +215,10 @@ api::Json Denied(std::string_view uid, int code, std::string_view reason, std::s
 
 namespace {
 
-api::Json SafeReview(const api::Json& review, std::string_view kind, bool mutating) {
+api::Json SafeReview(const api::Json& review, std::string_view kind, bool mutating,
+                     const MachineScope& scope = {}) {
   try {
-    return ReviewUnsafe(review, kind, mutating);
+    return ReviewUnsafe(review, kind, mutating, scope);
   } catch (const std::exception& e) {
     std::string uid;
     if (review.is_object()) {
@@ -232,11 +241,13 @@ api::Json Review(const api::Json& review, std::string_view kind) {
   return SafeReview(review, kind, /*mutating=*/false);
 }
 
-api::Json MutationReview(const api::Json& review, std::string_view kind) {
-  return SafeReview(review, kind, /*mutating=*/true);
+api::Json MutationReview(const api::Json& review, std::string_view kind,
+                         const MachineScope& scope) {
+  return SafeReview(review, kind, /*mutating=*/true, scope);
 }
 
-kube::HttpResponse HandleAdmission(const kube::HttpRequest& request, const Webhook& hook) {
+kube::HttpResponse HandleAdmission(const kube::HttpRequest& request, const Webhook& hook,
+                                   const MachineScope& scope) {
   static const kube::log::Logger base = kube::log::Root().WithName("webhook");
   auto start = std::chrono::steady_clock::now();
   auto& metrics = Metrics();
@@ -278,7 +289,8 @@ kube::HttpResponse HandleAdmission(const kube::HttpRequest& request, const Webho
     base.V(1).Info("Rejected admission request", {{"webhook", hook.name}, {"reason", why}});
     return finish(JsonResponse(Denied("", 400, "BadRequest", why)));
   }
-  api::Json answer = hook.mutating ? MutationReview(review, hook.kind) : Review(review, hook.kind);
+  api::Json answer =
+      hook.mutating ? MutationReview(review, hook.kind, scope) : Review(review, hook.kind);
 
   // Log the decision keyed by object; never the object itself.
   const api::Json& req =
@@ -314,12 +326,13 @@ kube::HttpResponse HandleAdmission(const kube::HttpRequest& request, const Webho
   return finish(JsonResponse(answer));
 }
 
-void RegisterWebhooks(kube::HttpServer& server) {
+void RegisterWebhooks(kube::HttpServer& server, const MachineScope& scope) {
   Metrics();
   for (const auto* hooks : {&ValidatingWebhooks(), &MutatingWebhooks()}) {
     for (const auto& hook : *hooks) {
-      server.Handle(hook.path,
-                    [&hook](const kube::HttpRequest& r) { return HandleAdmission(r, hook); });
+      server.Handle(hook.path, [&hook, scope](const kube::HttpRequest& r) {
+        return HandleAdmission(r, hook, scope);
+      });
     }
   }
 }

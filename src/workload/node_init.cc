@@ -2,6 +2,8 @@
 
 #include "workload/node_init.h"
 
+#include "api/conditions.h"
+
 namespace caphv::workload {
 
 NodeView ViewOfNode(const kube::Object& node) {
@@ -17,6 +19,11 @@ NodeView ViewOfNode(const kube::Object& node) {
   }
   for (const auto& t : v.taints) {
     if (t.is_object() && t.value("key", "") == kUninitializedTaint) v.uninitialized = true;
+  }
+  const kube::Object meta = node.value("metadata", kube::Object::object());
+  if (auto created = meta.find("creationTimestamp");
+      created != meta.end() && created->is_string()) {
+    v.created = api::ParseTime(created->get<std::string>());
   }
   return v;
 }

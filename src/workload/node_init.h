@@ -27,6 +27,8 @@
 
 #pragma once
 
+#include <chrono>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -45,10 +47,21 @@ struct NodeView {
   bool uninitialized = false;                   // carries kUninitializedTaint (any effect)
   std::string resource_version;                 // metadata.resourceVersion
   kube::Object taints = kube::Object::array();  // spec.taints as stored
+  // metadata.creationTimestamp; nullopt when absent or unreadable.
+  std::optional<std::chrono::system_clock::time_point> created;
   bool operator==(const NodeView&) const = default;
 };
 
 NodeView ViewOfNode(const kube::Object& node);
+
+// How long CAPHV leaves a new Node to the cloud provider before it
+// initialises the Node itself. The Harvester cloud provider, where it runs,
+// initialises a Node within a second or two of its registration; CAPHV is
+// the stand-in for a cluster that has none yet, and writing at once would
+// race it (two writers of one Node, one of them failing with 422). Shorter
+// than the status hold (controllers/reconcile.h, 10 s), so that waiting
+// costs no status write of its own.
+inline constexpr std::chrono::seconds kCloudProviderGrace{5};
 
 struct NodeInitDecision {
   enum class Outcome {

@@ -34,6 +34,7 @@ void CompactNode(kube::Object& node) {
   kube::KeepOnly(node, {{"metadata", "name"},
                         {"metadata", "uid"},
                         {"metadata", "resourceVersion"},
+                        {"metadata", "creationTimestamp"},
                         {"metadata", "deletionTimestamp"},
                         {"metadata", "finalizers"},
                         {"metadata", "labels", kEtcdRoleLabel},

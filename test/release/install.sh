@@ -153,7 +153,7 @@ check "the webhook configurations: CA from cert-manager, four validating webhook
   "k() { '$KUBECTL' \"\$@\"; }; [ \"\$(k get validatingwebhookconfiguration caphv-validating-webhook-configuration -o jsonpath='{.metadata.annotations.cert-manager\\.io/inject-ca-from} {.webhooks[*].name}')\" = \
   'caphv-system/caphv-serving-cert vharvestercluster.kb.io vharvestermachine.kb.io vharvesterclustertemplate.kb.io vharvestermachinetemplate.kb.io' ] &&
   [ \"\$(k get mutatingwebhookconfiguration caphv-mutating-webhook-configuration -o jsonpath='{.metadata.annotations.cert-manager\\.io/inject-ca-from} {.webhooks[*].name}')\" = \
-  'caphv-system/caphv-serving-cert mharvestercluster.kb.io' ] &&
+  'caphv-system/caphv-serving-cert mharvestercluster.kb.io mharvestermachine.kb.io' ] &&
   [ \"\$(k get -n caphv-system certificate caphv-serving-cert -o jsonpath='{.spec.secretName}')\" = caphv-webhook-tls ]"
 
 # --- 2. The Helm chart's output, server-side.

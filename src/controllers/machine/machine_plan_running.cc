@@ -118,6 +118,21 @@ void MachinePlanner::InitNode(const std::string& provider_id) {
                                       : d.message + " (set by the cloud provider)");
       return;
     case workload::NodeInitDecision::Outcome::kWrite:
+      // The cloud provider first; CAPHV if it has not done it by then. A
+      // Node of unknown age, or "younger than zero" (the workload cluster's
+      // clock ahead of this one), is not waited for.
+      if (const auto age = obs_.node->created ? obs_.now - *obs_.node->created
+                                              : std::chrono::system_clock::duration::max();
+          age >= std::chrono::system_clock::duration::zero() &&
+          age < workload::kCloudProviderGrace) {
+        Mark(kNodeInitialized, false, "WaitingForCloudProvider",
+             "Node " + name_ + " registered; CAPHV initialises it if the cloud provider has not " +
+                 "within " + std::to_string(workload::kCloudProviderGrace.count()) + "s");
+        plan_.wait = Wait::After(
+            std::chrono::duration_cast<kube::Clock::Duration>(workload::kCloudProviderGrace - age),
+            "the cloud provider to initialise the Node");
+        return;
+      }
       return Act(ActionKind::kInitializeNode, name_, provider_id, std::move(d.patch));
   }
 }

@@ -131,12 +131,23 @@ class WebhookFixture : public ::testing::Test {
       client_->Delete(kube::resources::kMutatingWebhookConfigurations, "", config_name_)
           .IgnoreError();
     }
+    // The namespace goes while the manager still runs: the HarvesterMachines
+    // the tests created carry its finalizer (the mutating webhook), which it
+    // lifts as each is deleted.
+    if (ns_) {
+      const std::string name = ns_->name();
+      ns_.reset();
+      Eventually(
+          [&] {
+            return client_->Get(kube::resources::kNamespaces, "", name).status().IsNotFound();
+          },
+          std::chrono::seconds(60));
+    }
     if (manager_) {
       manager_->Signal(SIGTERM);
       manager_->Wait(std::chrono::seconds(10));
       manager_.reset();
     }
-    ns_.reset();
     std::error_code ec;
     fs::remove_all(dir_, ec);
   }

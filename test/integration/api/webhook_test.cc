@@ -3,12 +3,14 @@
 // ValidatingWebhookConfiguration (scoped to this test's namespace) points the
 // apiserver at it; then every manifest of test/data/manifests/invalid is
 // rejected by `kubectl apply --dry-run=server` with its field path in the
-// message, and every manifest of valid/ is accepted.
+// message, and every manifest of valid/ is accepted; a HarvesterMachine is
+// created with CAPHV's finalizer (the mutating webhook).
 
 #include <gtest/gtest.h>
 
 #include <regex>
 
+#include "api/harvester_machine.h"
 #include "webhook_fixture.h"
 
 namespace caphv::testing {
@@ -60,6 +62,32 @@ TEST_F(WebhookTest, EveryInvalidManifestIsRejectedWithItsFieldPath) {
             << summary;
   // The webhook is what this test is about: most rules only it enforces.
   EXPECT_GT(by_webhook, by_schema);
+}
+
+// The mutating webhook mharvestermachine.kb.io: a HarvesterMachine the
+// manager reconciles is created with its finalizer (the controller's first
+// write saved), and deleting one for which nothing was made on Harvester
+// still completes: the controller lifts the finalizer.
+TEST_F(WebhookTest, AMachineIsCreatedWithTheFinalizerAndStillDeleted) {
+  Manifest m = LoadManifest(SourcePath("test/data/manifests/valid/harvestermachine-readme.yaml"));
+  ASSERT_EQ(m.docs.size(), 1u);
+  Json doc = m.docs[0];
+  doc["metadata"]["namespace"] = ns_->name();
+  doc["metadata"]["name"] = "finalizer-on-create";
+  const auto resource = api::ResourceOf(api::Kind::kHarvesterMachine);
+  auto created = client_->Create(resource, ns_->name(), doc);
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  EXPECT_EQ((*created)["metadata"].value("finalizers", Json::array()),
+            Json::array({std::string(api::kMachineFinalizer)}))
+      << created->dump();
+
+  ASSERT_TRUE(client_->Delete(resource, ns_->name(), "finalizer-on-create").ok());
+  EXPECT_TRUE(Eventually(
+      [&] {
+        return client_->Get(resource, ns_->name(), "finalizer-on-create").status().IsNotFound();
+      },
+      std::chrono::seconds(30)))
+      << manager_->Log();
 }
 
 TEST_F(WebhookTest, DenialHasTheGoProvidersShape) {

@@ -74,6 +74,32 @@ TEST_F(ClientTest, ServerReportsTheBuiltVersion) {
   EXPECT_EQ((*v)["gitVersion"], "v1.33.13");
 }
 
+// Pooled connections go once idle for config().idle_connection_timeout
+// (client-go's 90 s), whether the client is used again or only asked to tidy.
+TEST_F(ClientTest, IdleConnectionsAreClosedAfterTheirTimeout) {
+  RestConfig config = client_->config();
+  auto fresh = Client::New(config);
+  ASSERT_TRUE(fresh.ok()) << fresh.status().ToString();
+  ASSERT_TRUE((*fresh)->GetPath("/version").ok());
+  // Used a moment ago: kept for the next request.
+  EXPECT_EQ((*fresh)->CloseIdleConnections(), 0u);
+  ASSERT_TRUE((*fresh)->GetPath("/version").ok());
+
+  config.idle_connection_timeout = std::chrono::milliseconds(0);
+  auto eager = Client::New(config);
+  ASSERT_TRUE(eager.ok()) << eager.status().ToString();
+  // Two requests at once leave two connections in the pool.
+  std::thread other([&] { EXPECT_TRUE((*eager)->GetPath("/version").ok()); });
+  EXPECT_TRUE((*eager)->GetPath("/version").ok());
+  other.join();
+  const size_t closed = (*eager)->CloseIdleConnections();
+  EXPECT_GE(closed, 1u);
+  EXPECT_LE(closed, 2u);
+  EXPECT_EQ((*eager)->CloseIdleConnections(), 0u);
+  // A new connection is made when needed.
+  EXPECT_TRUE((*eager)->GetPath("/version").ok());
+}
+
 TEST_F(ClientTest, CrudOfACustomResourceWithTypedErrors) {
   ScopedNamespace ns(client_, "crud");
   auto created = client_->Create(kGadgets, ns.name(), Gadget("g1", 3));

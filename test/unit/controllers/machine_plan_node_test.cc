@@ -92,6 +92,46 @@ TEST(MachinePlanNodeTest, NoProviderIdAndTheTaintAreFixedInOneGuardedWrite) {
   EXPECT_EQ(p.action->body, want);  // every other taint untouched
 }
 
+// The cloud provider gets kCloudProviderGrace from the Node's creation;
+// then CAPHV writes. Waiting is said in the condition and comes back by
+// itself when the grace ends.
+TEST(MachinePlanNodeTest, ANewNodeIsLeftToTheCloudProviderForAFewSeconds) {
+  auto o = Running();
+  workload::NodeView young = Node("", Object::array({kUninitialized}));
+  young.created = o.now - std::chrono::seconds(2);
+  o.node = young;
+  auto p = PlanMachine(o);
+  EXPECT_FALSE(p.action);
+  EXPECT_EQ(Reason(p, kNodeInitialized), "WaitingForCloudProvider");
+  EXPECT_EQ(Cond(p, kNodeInitialized)->status, "False");
+  EXPECT_EQ(p.wait.kind, Wait::Kind::kRequeueAfter);
+  EXPECT_EQ(p.wait.after, std::chrono::seconds(3));
+
+  // The grace over: CAPHV initialises it.
+  young.created = o.now - workload::kCloudProviderGrace;
+  o.node = young;
+  p = PlanMachine(o);
+  ASSERT_TRUE(p.action);
+  EXPECT_EQ(p.action->kind, ActionKind::kInitializeNode);
+
+  // The cloud provider did it meanwhile: nothing to write.
+  young.created = o.now - std::chrono::seconds(1);
+  o.node = Node(kOurId, Object::array());
+  o.node->created = young.created;
+  p = PlanMachine(o);
+  EXPECT_FALSE(p.action);
+  EXPECT_EQ(Reason(p, kNodeInitialized), "NodeAlreadyInitialized");
+}
+
+TEST(MachinePlanNodeTest, ANodeFromAClockAheadIsNotWaitedFor) {
+  auto o = Running();
+  o.node = Node("", Object::array({kUninitialized}));
+  o.node->created = o.now + std::chrono::minutes(5);
+  auto p = PlanMachine(o);
+  ASSERT_TRUE(p.action);
+  EXPECT_EQ(p.action->kind, ActionKind::kInitializeNode);
+}
+
 TEST(MachinePlanNodeTest, OurProviderIdWithTheTaintOnlyLiftsTheTaint) {
   auto o = Running();
   o.node = Node(kOurId, Object::array({kUninitialized}));

@@ -66,14 +66,19 @@ TEST(AdmissionTest, PathsMatchTheGoProvider) {
   EXPECT_EQ(hooks[3].resource, "harvestermachinetemplates");
 }
 
-TEST(AdmissionTest, TheMutatingWebhookIsNamedLikeTheValidatingOnes) {
+TEST(AdmissionTest, TheMutatingWebhooksAreNamedLikeTheValidatingOnes) {
   const auto& hooks = MutatingWebhooks();
-  ASSERT_EQ(hooks.size(), 1u);
+  ASSERT_EQ(hooks.size(), 2u);
   EXPECT_EQ(hooks[0].path, "/mutate-infrastructure-cluster-x-k8s-io-v1alpha1-harvestercluster");
   EXPECT_EQ(hooks[0].name, "mharvestercluster.kb.io");
   EXPECT_EQ(hooks[0].resource, "harvesterclusters");
   EXPECT_TRUE(hooks[0].mutating);
   EXPECT_EQ(hooks[0].operations, std::vector<std::string>{"UPDATE"});
+  EXPECT_EQ(hooks[1].path, "/mutate-infrastructure-cluster-x-k8s-io-v1alpha1-harvestermachine");
+  EXPECT_EQ(hooks[1].name, "mharvestermachine.kb.io");
+  EXPECT_EQ(hooks[1].resource, "harvestermachines");
+  EXPECT_TRUE(hooks[1].mutating);
+  EXPECT_EQ(hooks[1].operations, std::vector<std::string>{"CREATE"});
   for (const auto& h : ValidatingWebhooks()) EXPECT_FALSE(h.mutating) << h.name;
 }
 
@@ -110,6 +115,26 @@ TEST(AdmissionTest, MutationKeepsTheEndpointAsABase64JsonPatch) {
   EXPECT_EQ(out["response"]["allowed"], false);
   EXPECT_NE(out["response"]["status"]["message"].get<std::string>().find("mutates"),
             std::string::npos);
+}
+
+TEST(AdmissionTest, AMachineIsCreatedWithTheFinalizerOfItsManager) {
+  Json machine = Machine(2);
+  Json review = Request("CREATE", machine, nullptr, "HarvesterMachine");
+  review["request"]["namespace"] = "ns1";
+  Json out = MutationReview(review, "HarvesterMachine", {.ns = "ns1"});
+  ASSERT_EQ(out["response"].value("patchType", ""), "JSONPatch") << out.dump();
+  auto patch = kube::Base64Decode(out["response"].value("patch", ""));
+  ASSERT_TRUE(patch.has_value());
+  EXPECT_EQ(Json::parse(*patch), Json::parse(R"([{"op":"add","path":"/metadata/finalizers",
+      "value":["harvestermachine.infrastructure.cluster.x-k8s.io/finalizer"]}])"));
+  // Another manager's namespace: allowed, unchanged.
+  out = MutationReview(review, "HarvesterMachine", {.ns = "ns2"});
+  EXPECT_EQ(out["response"]["allowed"], true) << out.dump();
+  EXPECT_FALSE(out["response"].contains("patch")) << out.dump();
+  // Updates are not the rule's: a finalizer removed by hand stays removed.
+  out = MutationReview(Request("UPDATE", machine, machine, "HarvesterMachine"), "HarvesterMachine");
+  EXPECT_EQ(out["response"]["allowed"], true) << out.dump();
+  EXPECT_FALSE(out["response"].contains("patch")) << out.dump();
 }
 
 TEST(AdmissionTest, AllowsAValidCreate) {

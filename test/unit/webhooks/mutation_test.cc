@@ -1,10 +1,13 @@
-// Unit tests of the mutating rule: a placeholder never replaces a
-// HarvesterCluster's real control-plane endpoint; everything else passes
-// unchanged.
+// Unit tests of the mutating rules: a placeholder never replaces a
+// HarvesterCluster's real control-plane endpoint; a HarvesterMachine this
+// manager reconciles is created with CAPHV's finalizer; everything else
+// passes unchanged.
 
 #include "webhooks/mutation.h"
 
 #include <gtest/gtest.h>
+
+#include "api/harvester_machine.h"
 
 namespace caphv::webhooks {
 namespace {
@@ -61,6 +64,69 @@ TEST(MutationTest, MalformedObjectsAreNotPatched) {
   Json no_spec = Cluster(nullptr);
   no_spec.erase("spec");
   EXPECT_EQ(HarvesterClusterPatch(no_spec, &old_obj), Json::array());
+}
+
+Json NewMachine(Json finalizers = nullptr, Json labels = nullptr) {
+  Json m = {{"apiVersion", "infrastructure.cluster.x-k8s.io/v1alpha1"},
+            {"kind", "HarvesterMachine"},
+            {"metadata", {{"generateName", "w-"}}},
+            {"spec", {{"cpu", 2}}}};
+  if (!finalizers.is_null()) m["metadata"]["finalizers"] = std::move(finalizers);
+  if (!labels.is_null()) m["metadata"]["labels"] = std::move(labels);
+  return m;
+}
+
+const std::string kFinalizer(api::kMachineFinalizer);
+
+TEST(MutationTest, AMachineIsCreatedWithTheFinalizer) {
+  EXPECT_EQ(HarvesterMachineCreatePatch(NewMachine(), "ns1", {}),
+            Json::parse(R"([{"op":"add","path":"/metadata/finalizers",
+                             "value":["harvestermachine.infrastructure.cluster.x-k8s.io/finalizer"]}])"));
+  // Another party's finalizers stay; CAPHV's is appended.
+  EXPECT_EQ(HarvesterMachineCreatePatch(NewMachine(Json::array({"example.com/keep"})), "ns1", {}),
+            Json::parse(R"([{"op":"add","path":"/metadata/finalizers/-",
+                             "value":"harvestermachine.infrastructure.cluster.x-k8s.io/finalizer"}])"));
+}
+
+TEST(MutationTest, AMachineWithEitherFinalizerNameIsLeftAlone) {
+  EXPECT_EQ(HarvesterMachineCreatePatch(NewMachine(Json::array({kFinalizer})), "ns1", {}),
+            Json::array());
+  // The Go provider's name (a machine restored by clusterctl move, say).
+  EXPECT_EQ(HarvesterMachineCreatePatch(
+                NewMachine(Json::array({std::string(api::kLegacyMachineFinalizer)})), "ns1", {}),
+            Json::array());
+}
+
+TEST(MutationTest, OnlyMachinesTheManagerReconcilesGetTheFinalizer) {
+  // --namespace: a machine elsewhere would keep a finalizer nobody lifts.
+  EXPECT_EQ(HarvesterMachineCreatePatch(NewMachine(), "other", {.ns = "ns1"}), Json::array());
+  EXPECT_EQ(HarvesterMachineCreatePatch(NewMachine(), "ns1", {.ns = "ns1"}).size(), 1u);
+  // --watch-filter: only machines labelled with its value.
+  const MachineScope filtered{.watch_filter = "team-a"};
+  EXPECT_EQ(HarvesterMachineCreatePatch(NewMachine(), "ns1", filtered), Json::array());
+  EXPECT_EQ(
+      HarvesterMachineCreatePatch(
+          NewMachine(nullptr, {{"cluster.x-k8s.io/watch-filter", "team-b"}}), "ns1", filtered),
+      Json::array());
+  EXPECT_EQ(HarvesterMachineCreatePatch(
+                NewMachine(nullptr, {{"cluster.x-k8s.io/watch-filter", "team-a"}}), "ns1", filtered)
+                .size(),
+            1u);
+}
+
+TEST(MutationTest, MalformedOrDeletedMachinesAreNotPatched) {
+  Json deleting = NewMachine();
+  deleting["metadata"]["deletionTimestamp"] = "2026-11-29T00:00:00Z";
+  EXPECT_EQ(HarvesterMachineCreatePatch(deleting, "ns1", {}), Json::array());
+  EXPECT_EQ(HarvesterMachineCreatePatch(Json("not an object"), "ns1", {}), Json::array());
+  Json no_meta = NewMachine();
+  no_meta.erase("metadata");
+  EXPECT_EQ(HarvesterMachineCreatePatch(no_meta, "ns1", {}), Json::array());
+  EXPECT_EQ(HarvesterMachineCreatePatch(NewMachine("not a list"), "ns1", {}), Json::array());
+  EXPECT_EQ(HarvesterMachineCreatePatch(
+                NewMachine(nullptr, Json::array({"cluster.x-k8s.io/watch-filter"})), "ns1",
+                {.watch_filter = "team-a"}),
+            Json::array());
 }
 
 }  // namespace

@@ -45,6 +45,7 @@ kube::WatchEvent Added(Object o) {
 TEST(CompactNodeTest, KeepsWhatNodeInitAndEtcdMembershipRead) {
   Object node = Object::parse(R"({"apiVersion": "v1", "kind": "Node",
     "metadata": {"name": "n1", "uid": "u1", "resourceVersion": "7",
+      "creationTimestamp": "2026-11-28T23:59:00Z",
       "deletionTimestamp": "2026-11-29T00:00:00Z",
       "finalizers": ["harvester.infrastructure.cluster.x-k8s.io/etcd-member"],
       "labels": {"node-role.kubernetes.io/etcd": "true", "kubernetes.io/hostname": "n1"},
@@ -67,6 +68,8 @@ TEST(CompactNodeTest, KeepsWhatNodeInitAndEtcdMembershipRead) {
   EXPECT_EQ(after.provider_id, before.provider_id);
   EXPECT_EQ(after.taints, before.taints);
   EXPECT_TRUE(after.uninitialized);
+  ASSERT_TRUE(after.created.has_value());  // the cloud provider's grace counts from it
+  EXPECT_EQ(after.created, before.created);
   const EtcdNodeView etcd_after = ViewOfEtcdNode(node);
   EXPECT_TRUE(etcd_after.etcd);
   EXPECT_EQ(etcd_after.member, etcd_before.member);
