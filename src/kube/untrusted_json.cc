@@ -41,10 +41,7 @@ class BoundedDom {
     if (skipping_ > 0) return true;
     const Frame& f = stack_.back();
     next_is_items_ = items_ != nullptr && stack_.size() == 1 && k == "items";
-    next_matched_ = kNoMatch;
-    if (f.matched != kNoMatch && f.matched < leave_out_.size() && leave_out_[f.matched] == k) {
-      next_matched_ = static_cast<uint16_t>(f.matched + 1);
-    }
+    next_matched_ = MatchBelow(f, k);
     key_ = std::move(k);
     return true;
   }
@@ -72,10 +69,18 @@ class BoundedDom {
     if (stack_.empty()) return 0;
     const Frame& f = stack_.back();
     if (f.value->is_object()) return next_matched_;
-    if (f.matched != kNoMatch && f.matched < leave_out_.size() && leave_out_[f.matched] == "*") {
-      return static_cast<uint16_t>(f.matched + 1);
+    return MatchBelow(f, "*");
+  }
+
+  // How much of the left-out path a member of `f` named `element` (a key,
+  // or "*" for an array element) has matched: one more element than `f`
+  // when the path continues with `element`, else kNoMatch.
+  uint16_t MatchBelow(const Frame& f, std::string_view element) const {
+    if (f.matched == kNoMatch || f.matched >= leave_out_.size() ||
+        leave_out_[f.matched] != element) {
+      return kNoMatch;
     }
-    return kNoMatch;
+    return static_cast<uint16_t>(f.matched + 1);
   }
 
   bool LeftOut(uint16_t matched) const {

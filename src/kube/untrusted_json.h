@@ -22,6 +22,9 @@ inline constexpr int kMaxJsonDepth = 512;
 
 // True when `text` nests arrays and objects deeper than `max_depth` (a
 // linear scan that skips strings; it does not check the JSON otherwise).
+// The parsers below bound the depth themselves; this is the independent
+// reference their differential fuzzer (fuzz/untrusted_json_fuzzer.cc) and
+// the decode benchmark's baseline (bench/cache_bench.cc) compare against.
 bool JsonNestsDeeperThan(std::string_view text, int max_depth);
 
 // A path of object keys from a document's root to a value a parse leaves

@@ -133,14 +133,11 @@ TEST_F(EventsTest, ForgetObjectEndsAggregationAfterTheEventsQueuedBeforeIt) {
 TEST_F(EventsTest, CallerNeverWaitsAndFullQueueDrops) {
   Object cm = MakeConfigMap("subject4");
   EventRecorder recorder(client_, {.component = "caphv-test", .queue_capacity = 2});
-  const auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < 200; ++i) {
     recorder.Event(cm, EventType::kNormal, "Burst", "event " + std::to_string(i));
   }
-  const auto took = std::chrono::steady_clock::now() - start;
-  // 200 synchronous API writes would take far longer than this.
-  EXPECT_LT(took, 100ms);
   ASSERT_TRUE(recorder.Flush(20s));
+  // A caller that waited for room in the queue would have dropped nothing.
   EXPECT_GT(recorder.dropped(), 0u);
   EXPECT_EQ(recorder.dropped() + recorder.written(), 200u);
   EXPECT_EQ(EventsFor("subject4").size(), recorder.written());
