@@ -368,19 +368,7 @@ class ProvisionRun {
       }
       webhook_registered_ = true;
     }
-    const kube::Object probe = {
-        {"apiVersion", "infrastructure.cluster.x-k8s.io/v1alpha1"},
-        {"kind", "HarvesterMachine"},
-        {"metadata", {{"name", "webhook-probe"}, {"namespace", ns_}}},
-        {"spec",
-         {{"cpu", 1},
-          {"memory", "1Gi"},
-          {"sshUser", "ubuntu"},
-          {"sshKeyPair", "default/demo-key"},
-          {"volumes", kube::Object::array({{{"volumeType", "image"},
-                                            {"imageName", "default/image-ubuntu"},
-                                            {"volumeSize", "10Gi"}}})},
-          {"networks", kube::Object::array({"default/vlan100"})}}}};
+    const kube::Object probe = HarvesterMachineObject("webhook-probe", kube::Object::object());
     const bool called = testing::Eventually(
         [&] {
           auto r = mgmt_->Create(kHarvesterMachines, ns_, probe, {.dry_run = true});
@@ -407,14 +395,12 @@ class ProvisionRun {
     return r.ok() ? "" : "Secret " + name + ": " + r.status().ToString();
   }
 
-  // Machine i of the current cluster: a Machine and its HarvesterMachine,
-  // both named `<cluster>-m-<i>`.
-  std::string CreateMachine(int i) {
-    const std::string name = cluster_ + "-m-" + std::to_string(i);
-    const kube::Object labels = {{kClusterNameLabel, cluster_}};
+  // The run's HarvesterMachine `name`: the spec every machine of the run
+  // has (and the webhook probe, so that it passes the validating webhook too).
+  kube::Object HarvesterMachineObject(const std::string& name, const kube::Object& labels) const {
     kube::Object hm = {{"apiVersion", "infrastructure.cluster.x-k8s.io/v1alpha1"},
                        {"kind", "HarvesterMachine"},
-                       {"metadata", {{"name", name}, {"namespace", ns_}, {"labels", labels}}},
+                       {"metadata", {{"name", name}, {"namespace", ns_}}},
                        {"spec",
                         {{"cpu", 2},
                          {"memory", "4Gi"},
@@ -425,6 +411,16 @@ class ProvisionRun {
                                                            {"volumeSize", "10Gi"},
                                                            {"bootOrder", 1}}})},
                          {"networks", kube::Object::array({spec_.network})}}}};
+    if (!labels.empty()) hm["metadata"]["labels"] = labels;
+    return hm;
+  }
+
+  // Machine i of the current cluster: a Machine and its HarvesterMachine,
+  // both named `<cluster>-m-<i>`.
+  std::string CreateMachine(int i) {
+    const std::string name = cluster_ + "-m-" + std::to_string(i);
+    const kube::Object labels = {{kClusterNameLabel, cluster_}};
+    kube::Object hm = HarvesterMachineObject(name, labels);
     if (!spec_.static_prefix.empty()) {
       hm["spec"]["networkConfig"] = {
           {"address", spec_.static_prefix + std::to_string(spec_.first_host + i)},

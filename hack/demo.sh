@@ -125,33 +125,27 @@ CA=$(base64 -w0 <"$DIR/pki/ca.crt")
   - {apiGroups: [infrastructure.cluster.x-k8s.io], apiVersions: [v1alpha1], operations: [CREATE, UPDATE], resources: [${kind}s]}
 YAML
   done
-  cat <<YAML
----
-apiVersion: admissionregistration.k8s.io/v1
-kind: MutatingWebhookConfiguration
-metadata: {name: caphv-mutating-webhook-configuration}
-webhooks:
-- name: mharvestercluster.kb.io
+  echo "---"
+  echo "apiVersion: admissionregistration.k8s.io/v1"
+  echo "kind: MutatingWebhookConfiguration"
+  echo "metadata: {name: caphv-mutating-webhook-configuration}"
+  echo "webhooks:"
+  # kind:operation, as in config/webhook/manifests.yaml.
+  for hook in harvestercluster:UPDATE harvestermachine:CREATE; do
+    kind=${hook%%:*}
+    cat <<YAML
+- name: m$kind.kb.io
   admissionReviewVersions: [v1]
   clientConfig:
-    url: https://127.0.0.1:$WEBHOOK_PORT/mutate-infrastructure-cluster-x-k8s-io-v1alpha1-harvestercluster
+    url: https://127.0.0.1:$WEBHOOK_PORT/mutate-infrastructure-cluster-x-k8s-io-v1alpha1-$kind
     caBundle: $CA
   failurePolicy: Fail
   sideEffects: None
   reinvocationPolicy: Never
   rules:
-  - {apiGroups: [infrastructure.cluster.x-k8s.io], apiVersions: [v1alpha1], operations: [UPDATE], resources: [harvesterclusters]}
-- name: mharvestermachine.kb.io
-  admissionReviewVersions: [v1]
-  clientConfig:
-    url: https://127.0.0.1:$WEBHOOK_PORT/mutate-infrastructure-cluster-x-k8s-io-v1alpha1-harvestermachine
-    caBundle: $CA
-  failurePolicy: Fail
-  sideEffects: None
-  reinvocationPolicy: Never
-  rules:
-  - {apiGroups: [infrastructure.cluster.x-k8s.io], apiVersions: [v1alpha1], operations: [CREATE], resources: [harvestermachines]}
+  - {apiGroups: [infrastructure.cluster.x-k8s.io], apiVersions: [v1alpha1], operations: [${hook#*:}], resources: [${kind}s]}
 YAML
+  done
 } >"$DIR/caphv/webhooks.yaml"
 $MGMT apply -f "$DIR/caphv/webhooks.yaml" >/dev/null
 echo "manager: metrics http://127.0.0.1:$METRICS_PORT/metrics, probes http://127.0.0.1:$PROBE_PORT/readyz"

@@ -32,6 +32,11 @@ inline constexpr std::string_view kVersion = "v1alpha1";
 inline constexpr std::string_view kServedVersions[] = {"v1alpha1", "v1beta1"};
 inline constexpr std::string_view kApiVersion = "infrastructure.cluster.x-k8s.io/v1alpha1";
 
+// Cluster API's label whose value --watch-filter selects: a manager started
+// with a filter reconciles, and its webhook adds finalizers to, only objects
+// that carry it with that value.
+inline constexpr std::string_view kWatchFilterLabel = "cluster.x-k8s.io/watch-filter";
+
 // Pattern of metav1.Condition.reason (PascalCase-like).
 inline constexpr std::string_view kConditionReasonPattern =
     R"(^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$)";

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "api/codec.h"
+#include "api/common.h"
 #include "controllers/capi.h"
 #include "controllers/cluster/cluster_reconciler.h"
 #include "controllers/context.h"
@@ -177,8 +178,9 @@ kube::StatusOr<std::unique_ptr<Controllers>> Controllers::New(std::shared_ptr<ku
   ctx.mgmt = mgmt;
   ctx.management_cluster_id = kube::UidOf(*kube_system);
 
-  const std::string filter =
-      options.watch_filter.empty() ? "" : "cluster.x-k8s.io/watch-filter=" + options.watch_filter;
+  const std::string filter = options.watch_filter.empty()
+                                 ? ""
+                                 : std::string(api::kWatchFilterLabel) + "=" + options.watch_filter;
   // The collections with an object or more per machine are cached packed,
   // the machines indexed by their cluster.
   const std::string cluster_label(kClusterNameLabel);

@@ -193,8 +193,18 @@ bool Informer::WaitForSync(std::chrono::milliseconds timeout, std::stop_token st
   return sync_cv_.wait_for(lock, stop, timeout, [this] { return synced_; });
 }
 
+void Informer::Compact(Object& o) const {
+  // A packed store keeps the encoding; the tree lives only while handlers
+  // look at it, so trimming its arrays would be work for nothing.
+  if (store_.packed()) {
+    DropManagedFields(o);
+  } else {
+    CompactObject(o);
+  }
+}
+
 void Informer::PrepareListed(Object& item) {
-  CompactObject(item);
+  Compact(item);
   if (options_.transform) options_.transform(item);
   // Packed now unless its kind is still to come (a resource without a known
   // kind: the client adds it after the page, and the store packs it then).
@@ -202,7 +212,7 @@ void Informer::PrepareListed(Object& item) {
 }
 
 ObjectPtr Informer::Prepare(Object&& o) {
-  CompactObject(o);
+  Compact(o);
   if (options_.transform) options_.transform(o);
   return std::make_shared<const Object>(std::move(o));
 }

@@ -14,8 +14,9 @@
 //     each of them (in_initial_list = true).
 //   - Periodic resync (resync_period > 0) re-delivers every cached object as
 //     on_update(obj, obj).
-//   - Every cached object passes CompactObject (managedFields dropped) and
-//     then the optional `transform`.
+//   - Every cached object loses its managedFields (CompactObject, or only
+//     DropManagedFields for a packed store) and then passes the optional
+//     `transform`.
 //   - HasSynced() turns true once the first LIST reached the store and its
 //     handlers.
 //
@@ -143,6 +144,7 @@ class Informer final : private ReflectorSink {
 
  private:
   ObjectPtr Prepare(Object&& o);
+  void Compact(Object& o) const;
   void DispatchAdd(const ObjectPtr& obj, bool initial);
   void DispatchUpdate(const ObjectPtr& old_obj, const ObjectPtr& new_obj);
   void DispatchDelete(const DeletedObject& d);

@@ -36,9 +36,13 @@ void ShrinkArrays(Object& o) {
 }
 }  // namespace
 
-void CompactObject(Object& o) {
+void DropManagedFields(Object& o) {
   auto md = o.find("metadata");
   if (md != o.end() && md->is_object()) md->erase("managedFields");
+}
+
+void CompactObject(Object& o) {
+  DropManagedFields(o);
   ShrinkArrays(o);
 }
 

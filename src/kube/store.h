@@ -51,7 +51,10 @@ std::vector<std::string> IndexByNamespace(const Object& o);
 std::string LabelIndexName(std::string_view label_key);
 IndexFunc IndexByLabel(std::string label_key);
 
-// Drops metadata.managedFields and releases spare array capacity, in place.
+// Drops metadata.managedFields, in place.
+void DropManagedFields(Object& o);
+// DropManagedFields, and releases spare array capacity: for an object kept
+// as it is (a packed store's encoding has no spare capacity to release).
 void CompactObject(Object& o);
 
 // The packed form of `o` (a binary value holding its MessagePack encoding).

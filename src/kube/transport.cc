@@ -1,6 +1,7 @@
 #include "kube/transport.h"
 
 #include <curl/curl.h>
+#include <openssl/ssl.h>
 
 #include <algorithm>
 #include <chrono>
@@ -15,6 +16,15 @@ constexpr size_t kMaxIdleHandles = 16;
 void GlobalInit() {
   static std::once_flag once;
   std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+// The SSL_CTX of a request connection: OpenSSL frees the connection's record
+// buffers (about 34 KiB) while no record is in flight, so an idle pooled
+// connection holds only its TLS state. Not for watches, which read a record
+// at every event and would allocate the buffer again each time.
+CURLcode ReleaseIdleBuffers(CURL* /*handle*/, void* ssl_ctx, void* /*user*/) {
+  SSL_CTX_set_mode(static_cast<SSL_CTX*>(ssl_ctx), SSL_MODE_RELEASE_BUFFERS);
+  return CURLE_OK;
 }
 
 struct Collected {
@@ -172,6 +182,10 @@ Status Transport::Prepare(void* handle, std::string_view method, const std::stri
   curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
                    static_cast<long>(config_.connect_timeout.count()));
   curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+  curl_easy_setopt(h, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_1_1));
+  // Request bodies are patches of a few KiB: the smallest send buffer curl
+  // allows (16 KiB, not 64), which a watch holds for as long as it runs.
+  curl_easy_setopt(h, CURLOPT_UPLOAD_BUFFERSIZE, 16384L);
   curl_easy_setopt(h, CURLOPT_USERAGENT, config_.user_agent.c_str());
   curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
   if (!config_.ca_pem.empty()) {
@@ -236,6 +250,7 @@ StatusOr<TransportResponse> Transport::Do(std::string_view method,
   TransportResponse resp;
   curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
   curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout.count()));
+  curl_easy_setopt(h, CURLOPT_SSL_CTX_FUNCTION, ReleaseIdleBuffers);
   Collected collected{&resp.body};
   curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, CollectBody);
   curl_easy_setopt(h, CURLOPT_WRITEDATA, &collected);

@@ -4,20 +4,19 @@
 
 #include <algorithm>
 
+#include "api/common.h"
 #include "api/harvester_cluster.h"
 #include "api/harvester_machine.h"
 
 namespace caphv::webhooks {
 namespace {
 
-constexpr std::string_view kWatchFilterLabel = "cluster.x-k8s.io/watch-filter";
-
 bool InScope(const api::Json& meta, std::string_view ns, const MachineScope& scope) {
   if (!scope.ns.empty() && ns != scope.ns) return false;
   if (scope.watch_filter.empty()) return true;
   auto labels = meta.find("labels");
   if (labels == meta.end() || !labels->is_object()) return false;
-  auto value = labels->find(kWatchFilterLabel);
+  auto value = labels->find(api::kWatchFilterLabel);
   return value != labels->end() && value->is_string() &&
          value->get_ref<const std::string&>() == scope.watch_filter;
 }
