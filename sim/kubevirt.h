@@ -7,6 +7,9 @@
 // data, else leased), and the VirtualMachineInstance / VM status / guest Node
 // objects the simulator writes at each stage of a VM's life.
 //
+// The decisions are implemented in kubevirt.cc, the objects written in
+// kubevirt_vmi.cc.
+//
 // Thread safety: pure functions over values.
 
 #pragma once
