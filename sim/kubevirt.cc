@@ -24,6 +24,8 @@
 
 namespace caphv::sim {
 
+using internal::ObjectAt;
+using internal::StrAt;
 using kube::Object;
 using kube::Status;
 using kube::StatusCode;
@@ -31,28 +33,8 @@ using std::chrono::milliseconds;
 
 namespace {
 
-const Object& Empty() {
-  static const Object kEmpty = Object::object();
-  return kEmpty;
-}
-
-// obj[path...] or an empty object.
-const Object& At(const Object& o, std::initializer_list<const char*> path) {
-  const Object* cur = &o;
-  for (const char* k : path) {
-    if (!cur->is_object() || !cur->contains(k)) return Empty();
-    cur = &(*cur)[k];
-  }
-  return *cur;
-}
-
-std::string Str(const Object& o, std::initializer_list<const char*> path) {
-  const Object& v = At(o, path);
-  return v.is_string() ? v.get<std::string>() : "";
-}
-
 const Object* CloudInitVolume(const Object& vm) {
-  const Object& vols = At(vm, {"spec", "template", "spec", "volumes"});
+  const Object& vols = ObjectAt(vm, {"spec", "template", "spec", "volumes"});
   if (!vols.is_array()) return nullptr;
   for (const auto& v : vols) {
     if (v.contains("cloudInitNoCloud")) return &v["cloudInitNoCloud"];
@@ -78,14 +60,14 @@ std::string InlineNetworkData(const Object& vm) {
 
 std::string NetworkDataSecretName(const Object& vm) {
   const Object* ci = CloudInitVolume(vm);
-  return ci ? Str(*ci, {"networkDataSecretRef", "name"}) : "";
+  return ci ? StrAt(*ci, {"networkDataSecretRef", "name"}) : "";
 }
 
 std::string NetworkDataFromSecret(const Object& secret) {
   for (const char* key : {"networkdata", "networkData"}) {
-    const Object& v = At(secret, {"data", key});
+    const Object& v = ObjectAt(secret, {"data", key});
     if (v.is_string()) return kube::Base64Decode(v.get<std::string>()).value_or("");
-    const Object& s = At(secret, {"stringData", key});
+    const Object& s = ObjectAt(secret, {"stringData", key});
     if (s.is_string()) return s.get<std::string>();
   }
   return "";
@@ -138,15 +120,16 @@ std::string GeneratedMac(const std::string& uid, size_t index) {
 
 std::vector<Nic> PlanNics(const Object& vm, const std::string& network_data) {
   std::vector<Nic> out;
-  const Object& nets = At(vm, {"spec", "template", "spec", "networks"});
-  const Object& ifaces = At(vm, {"spec", "template", "spec", "domain", "devices", "interfaces"});
-  const std::string ns = Str(vm, {"metadata", "namespace"});
-  const std::string uid = Str(vm, {"metadata", "uid"});
+  const Object& nets = ObjectAt(vm, {"spec", "template", "spec", "networks"});
+  const Object& ifaces =
+      ObjectAt(vm, {"spec", "template", "spec", "domain", "devices", "interfaces"});
+  const std::string ns = StrAt(vm, {"metadata", "namespace"});
+  const std::string uid = StrAt(vm, {"metadata", "uid"});
   if (!nets.is_array()) return out;
   for (size_t i = 0; i < nets.size(); ++i) {
     Nic nic;
     nic.name = nets[i].value("name", "");
-    const std::string nad = Str(nets[i], {"multus", "networkName"});
+    const std::string nad = StrAt(nets[i], {"multus", "networkName"});
     if (!nad.empty()) nic.network = nad.find('/') == std::string::npos ? ns + "/" + nad : nad;
     if (ifaces.is_array()) {
       for (const auto& f : ifaces) {
@@ -163,15 +146,15 @@ std::vector<Nic> PlanNics(const Object& vm, const std::string& network_data) {
 std::vector<std::string> ValidateVm(const Object& vm, const std::string& network_data,
                                     const AdmissionWorld& world) {
   std::vector<std::string> errors;
-  const std::string ns = Str(vm, {"metadata", "namespace"});
-  const std::string key = ns + "/" + Str(vm, {"metadata", "name"});
-  const Object& domain = At(vm, {"spec", "template", "spec", "domain"});
-  if (At(domain, {"memory", "guest"}).empty() &&
-      At(domain, {"resources", "limits", "memory"}).empty()) {
+  const std::string ns = StrAt(vm, {"metadata", "namespace"});
+  const std::string key = ns + "/" + StrAt(vm, {"metadata", "name"});
+  const Object& domain = ObjectAt(vm, {"spec", "template", "spec", "domain"});
+  if (ObjectAt(domain, {"memory", "guest"}).empty() &&
+      ObjectAt(domain, {"resources", "limits", "memory"}).empty()) {
     errors.push_back(
         "spec.template.spec.domain: either memory.guest or resources.limits.memory must be set");
   }
-  const std::string templates = Str(vm, {"metadata", "annotations", kClaimTemplatesAnnotation});
+  const std::string templates = StrAt(vm, {"metadata", "annotations", kClaimTemplatesAnnotation});
   if (!templates.empty()) {
     Object parsed = Object::parse(templates, nullptr, false);
     if (parsed.is_discarded() || !parsed.is_array()) {
@@ -221,25 +204,26 @@ std::vector<std::string> ValidateVm(const Object& vm, const std::string& network
 
 kube::StatusOr<std::vector<Object>> ClaimsFromVm(const Object& vm) {
   std::vector<Object> out;
-  const std::string templates = Str(vm, {"metadata", "annotations", kClaimTemplatesAnnotation});
+  const std::string templates = StrAt(vm, {"metadata", "annotations", kClaimTemplatesAnnotation});
   if (templates.empty()) return out;
   Object parsed = Object::parse(templates, nullptr, false);
   if (parsed.is_discarded() || !parsed.is_array()) {
     return Status(StatusCode::kInvalidArgument, "volumeClaimTemplates is not a JSON array");
   }
   for (const auto& t : parsed) {
-    const std::string name = Str(t, {"metadata", "name"});
+    const std::string name = StrAt(t, {"metadata", "name"});
     if (name.empty()) continue;
-    Object pvc = {{"apiVersion", "v1"},
-                  {"kind", "PersistentVolumeClaim"},
-                  {"metadata", {{"name", name}, {"namespace", Str(vm, {"metadata", "namespace"})}}},
-                  {"spec", t.value("spec", Object::object())}};
-    Object annotations = At(t, {"metadata", "annotations"});
-    if (Str(t, {"spec", "volumeMode"}) == "Filesystem") {
+    Object pvc = {
+        {"apiVersion", "v1"},
+        {"kind", "PersistentVolumeClaim"},
+        {"metadata", {{"name", name}, {"namespace", StrAt(vm, {"metadata", "namespace"})}}},
+        {"spec", t.value("spec", Object::object())}};
+    Object annotations = ObjectAt(t, {"metadata", "annotations"});
+    if (StrAt(t, {"spec", "volumeMode"}) == "Filesystem") {
       annotations["harvesterhci.io/volumeForVirtualMachine"] = "true";
     }
     if (!annotations.empty()) pvc["metadata"]["annotations"] = annotations;
-    const Object& labels = At(t, {"metadata", "labels"});
+    const Object& labels = ObjectAt(t, {"metadata", "labels"});
     if (!labels.empty()) pvc["metadata"]["labels"] = labels;
     out.push_back(std::move(pvc));
   }
@@ -248,7 +232,7 @@ kube::StatusOr<std::vector<Object>> ClaimsFromVm(const Object& vm) {
 
 std::vector<std::string> RemovedClaims(const Object& vm) {
   std::vector<std::string> out;
-  std::stringstream ss(Str(vm, {"metadata", "annotations", kRemovedClaimsAnnotation}));
+  std::stringstream ss(StrAt(vm, {"metadata", "annotations", kRemovedClaimsAnnotation}));
   std::string item;
   while (std::getline(ss, item, ',')) {
     item.erase(0, item.find_first_not_of(" \t"));
@@ -259,14 +243,14 @@ std::vector<std::string> RemovedClaims(const Object& vm) {
 }
 
 Object BoundClaimStatus(const Object& pvc) {
-  const Object& spec = At(pvc, {"spec"});
+  const Object& spec = ObjectAt(pvc, {"spec"});
   return {{"phase", "Bound"},
           {"accessModes", spec.value("accessModes", Object::array({"ReadWriteMany"}))},
-          {"capacity", {{"storage", Str(spec, {"resources", "requests", "storage"})}}}};
+          {"capacity", {{"storage", StrAt(spec, {"resources", "requests", "storage"})}}}};
 }
 
 bool WantsRunning(const Object& vm) {
-  const Object& spec = At(vm, {"spec"});
+  const Object& spec = ObjectAt(vm, {"spec"});
   if (spec.contains("runStrategy") && spec["runStrategy"].is_string()) {
     const std::string rs = spec["runStrategy"].get<std::string>();
     return rs == "Always" || rs == "RerunOnFailure" || rs == "Once";
@@ -275,11 +259,11 @@ bool WantsRunning(const Object& vm) {
 }
 
 bool FailureInjected(const Object& vm) {
-  return Str(vm, {"metadata", "annotations", kFailAnnotation}) == "true";
+  return StrAt(vm, {"metadata", "annotations", kFailAnnotation}) == "true";
 }
 
 bool GuestDied(const Object& vm) {
-  return Str(vm, {"metadata", "annotations", kDeadAnnotation}) == "true";
+  return StrAt(vm, {"metadata", "annotations", kDeadAnnotation}) == "true";
 }
 
 Stage StageOf(const Object& vm, milliseconds since_start, milliseconds boot_delay,

@@ -18,33 +18,15 @@
 #include <vector>
 
 #include "sim/kubevirt.h"
+#include "sim/object_util.h"
 
 namespace caphv::sim {
 
+using internal::ObjectAt;
+using internal::StrAt;
 using kube::Object;
 
 namespace {
-
-// The same readers as kubevirt.cc's.
-const Object& Empty() {
-  static const Object kEmpty = Object::object();
-  return kEmpty;
-}
-
-// obj[path...] or an empty object.
-const Object& At(const Object& o, std::initializer_list<const char*> path) {
-  const Object* cur = &o;
-  for (const char* k : path) {
-    if (!cur->is_object() || !cur->contains(k)) return Empty();
-    cur = &(*cur)[k];
-  }
-  return *cur;
-}
-
-std::string Str(const Object& o, std::initializer_list<const char*> path) {
-  const Object& v = At(o, path);
-  return v.is_string() ? v.get<std::string>() : "";
-}
 
 std::string Iso8601Now() {
   auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
@@ -83,19 +65,19 @@ Object BuildVmi(const Object& vm, Stage stage, const std::vector<Nic>& nics,
                 const GuestAgentReport& agent, const Placement& where) {
   const bool unschedulable = !where.unschedulable.empty();
   if (unschedulable) stage = Stage::kScheduling;
-  const std::string name = Str(vm, {"metadata", "name"});
-  Object labels = At(vm, {"spec", "template", "metadata", "labels"});
+  const std::string name = StrAt(vm, {"metadata", "name"});
+  Object labels = ObjectAt(vm, {"spec", "template", "metadata", "labels"});
   if (!labels.is_object()) labels = Object::object();
-  Object annotations = At(vm, {"spec", "template", "metadata", "annotations"});
+  Object annotations = ObjectAt(vm, {"spec", "template", "metadata", "annotations"});
   if (!annotations.is_object()) annotations = Object::object();
-  labels["kubevirt.io/created-by"] = Str(vm, {"metadata", "uid"});
+  labels["kubevirt.io/created-by"] = StrAt(vm, {"metadata", "uid"});
   Object status = Object::object();
   const bool scheduled = stage != Stage::kScheduling;
   if (scheduled) {
     labels["kubevirt.io/nodeName"] = where.node;
     status["nodeName"] = where.node;
   }
-  if (Str(vm, {"metadata", "labels", "harvesterhci.io/creator"}) ==
+  if (StrAt(vm, {"metadata", "labels", "harvesterhci.io/creator"}) ==
       "docker-machine-driver-harvester") {
     annotations["topology.kubernetes.io/zone"] = where.zone.empty() ? "zone-a" : where.zone;
     annotations["topology.kubernetes.io/region"] = where.region.empty() ? "region-1" : where.region;
@@ -174,16 +156,16 @@ Object BuildVmi(const Object& vm, Stage stage, const std::vector<Nic>& nics,
                 {"kind", "VirtualMachineInstance"},
                 {"metadata",
                  {{"name", name},
-                  {"namespace", Str(vm, {"metadata", "namespace"})},
+                  {"namespace", StrAt(vm, {"metadata", "namespace"})},
                   {"labels", labels},
                   {"finalizers", Object::array({kVmFinalizer, kVmiForegroundFinalizer})},
                   {"ownerReferences", Object::array({{{"apiVersion", "kubevirt.io/v1"},
                                                       {"kind", "VirtualMachine"},
                                                       {"name", name},
-                                                      {"uid", Str(vm, {"metadata", "uid"})},
+                                                      {"uid", StrAt(vm, {"metadata", "uid"})},
                                                       {"controller", true},
                                                       {"blockOwnerDeletion", true}}})}}},
-                {"spec", At(vm, {"spec", "template", "spec"})},
+                {"spec", ObjectAt(vm, {"spec", "template", "spec"})},
                 {"status", status}};
   if (!annotations.empty()) vmi["metadata"]["annotations"] = annotations;
   return vmi;
@@ -233,10 +215,10 @@ Object BuildVmStatus(const Object& vm, Stage stage, const Placement& where) {
                    {"printableStatus", unschedulable ? "ErrorUnschedulable" : kPrintable.at(stage)},
                    {"conditions", Object::array({cond})}};
   if (unschedulable) status["conditions"].push_back(UnschedulableCondition(where));
-  if (At(vm, {"spec", "runStrategy"}).is_string()) {
-    status["runStrategy"] = At(vm, {"spec", "runStrategy"});
+  if (ObjectAt(vm, {"spec", "runStrategy"}).is_string()) {
+    status["runStrategy"] = ObjectAt(vm, {"spec", "runStrategy"});
   }
-  const Object& gen = At(vm, {"metadata", "generation"});
+  const Object& gen = ObjectAt(vm, {"metadata", "generation"});
   if (gen.is_number_integer()) {
     status["observedGeneration"] = gen;
     status["desiredGeneration"] = gen;
@@ -245,13 +227,14 @@ Object BuildVmStatus(const Object& vm, Stage stage, const Placement& where) {
 }
 
 Object BuildNode(const Object& vm) {
-  const std::string name = Str(vm, {"metadata", "name"});
+  const std::string name = StrAt(vm, {"metadata", "name"});
   Object labels = {{"kubernetes.io/hostname", name},
                    {"kubernetes.io/os", "linux"},
                    {"kubernetes.io/arch", "amd64"},
                    {"beta.kubernetes.io/os", "linux"},
                    {"beta.kubernetes.io/arch", "amd64"}};
-  const std::string machine_type = Str(vm, {"metadata", "labels", "harvestercluster/machinetype"});
+  const std::string machine_type =
+      StrAt(vm, {"metadata", "labels", "harvestercluster/machinetype"});
   if (machine_type.starts_with("controlplane")) {
     labels["node-role.kubernetes.io/control-plane"] = "";
   }
@@ -269,8 +252,9 @@ Object BuildNodeStatus(const Object& vm, const std::vector<Nic>& nics, bool read
   for (const auto& nic : nics) {
     if (!nic.ip.empty()) addresses.push_back({{"type", "InternalIP"}, {"address", nic.ip}});
   }
-  addresses.push_back({{"type", "Hostname"}, {"address", Str(vm, {"metadata", "name"})}});
-  const Object& limits = At(vm, {"spec", "template", "spec", "domain", "resources", "limits"});
+  addresses.push_back({{"type", "Hostname"}, {"address", StrAt(vm, {"metadata", "name"})}});
+  const Object& limits =
+      ObjectAt(vm, {"spec", "template", "spec", "domain", "resources", "limits"});
   Object capacity = {{"cpu", "2"}, {"memory", "4Gi"}, {"pods", "110"}};
   if (limits.is_object()) {
     for (const char* k : {"cpu", "memory"}) {
@@ -323,12 +307,12 @@ Object BuildNodeStatus(const Object& vm, const std::vector<Nic>& nics, bool read
             {"kubeletVersion", "v1.33.13"},
             {"kubeProxyVersion", ""},
             {"machineID", ""},
-            {"systemUUID", Str(vm, {"metadata", "uid"})},
+            {"systemUUID", StrAt(vm, {"metadata", "uid"})},
             {"bootID", ""}}}};
 }
 
 std::string ProviderIdFor(const Object& vm) {
-  return "harvester://" + Str(vm, {"metadata", "uid"});
+  return "harvester://" + StrAt(vm, {"metadata", "uid"});
 }
 
 Object NodeSpecPatch(const Object& node, const std::set<std::string>& drop_taints,
@@ -345,7 +329,7 @@ Object NodeSpecPatch(const Object& node, const std::set<std::string>& drop_taint
     patch_spec["taints"] = taints.empty() ? Object(nullptr) : taints;
   }
   if (patch_spec.empty()) return Object::object();
-  return {{"metadata", {{"resourceVersion", Str(node, {"metadata", "resourceVersion"})}}},
+  return {{"metadata", {{"resourceVersion", StrAt(node, {"metadata", "resourceVersion"})}}},
           {"spec", patch_spec}};
 }
 

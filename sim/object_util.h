@@ -65,6 +65,12 @@ inline const Object* FindAt(const Object& o, std::initializer_list<const char*> 
   }
   return cur;
 }
+// The value at `path`, or an empty object.
+inline const Object& ObjectAt(const Object& o, std::initializer_list<const char*> path) {
+  static const Object kEmpty = Object::object();
+  const Object* v = FindAt(o, path);
+  return v != nullptr ? *v : kEmpty;
+}
 // The string at `path`, or "".
 inline std::string StrAt(const Object& o, std::initializer_list<const char*> path) {
   const Object* v = FindAt(o, path);
