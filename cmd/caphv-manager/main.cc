@@ -128,9 +128,11 @@ int Main(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Before the caches fill: the LIST bodies of a start-up must not fragment
-  // the heap (kube/heap.h).
+  // Before the caches fill and threads start: the LIST bodies of a start-up
+  // must not fragment the heap, and two arenas reuse each other's holes
+  // (kube/heap.h).
   caphv::kube::KeepLargeBlocksMapped();
+  caphv::kube::LimitArenas();
   try {
     return Main(argc, argv);
   } catch (const std::exception& e) {

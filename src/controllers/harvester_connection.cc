@@ -11,6 +11,7 @@
 #include "harvester/vm_builder.h"
 #include "kube/base64.h"
 #include "kube/config.h"
+#include "kube/controller.h"
 #include "kube/log.h"
 
 namespace caphv::controllers {
@@ -39,10 +40,13 @@ constexpr std::string_view kServiceAccountTokenType = "kubernetes.io/service-acc
 // PVC index: "<namespace>/<vm>" of the VM a PVC is a disk of.
 constexpr std::string_view kDiskOwnerIndex = "disk-owner";
 
+// Updates only when what the cache keeps changed (see the transforms above).
 kube::EventHandler MapHandler(const std::function<void(const kube::Object&)>& f) {
   kube::EventHandler h;
   h.on_add = [f](const kube::ObjectPtr& o, bool) { f(*o); };
-  h.on_update = [f](const kube::ObjectPtr&, const kube::ObjectPtr& o) { f(*o); };
+  h.on_update = [f](const kube::ObjectPtr& old_obj, const kube::ObjectPtr& o) {
+    if (kube::ChangedBeyondResourceVersion(*old_obj, *o)) f(*o);
+  };
   h.on_delete = [f](const kube::DeletedObject& d) {
     if (d.object) f(*d.object);
   };

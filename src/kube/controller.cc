@@ -99,11 +99,13 @@ bool SameOutside(const Object& x, const Object& y, std::initializer_list<std::st
   return compared == others;
 }
 
-// Whether two versions of an object are the same but for their status,
-// metadata.resourceVersion and metadata.managedFields.
-bool SameButStatus(const Object& a, const Object& b) {
+// Whether two versions of an object are the same but for the top-level keys
+// of `skip` (which names "metadata") and, within metadata, its
+// resourceVersion and managedFields. Objects that are not JSON objects never
+// count as the same.
+bool SameBut(const Object& a, const Object& b, std::initializer_list<std::string_view> skip) {
   if (!a.is_object() || !b.is_object()) return false;
-  if (!SameOutside(a, b, {"metadata", "status"})) return false;
+  if (!SameOutside(a, b, skip)) return false;
   const auto ma = a.find("metadata");
   const auto mb = b.find("metadata");
   if ((ma == a.end()) != (mb == b.end())) return false;
@@ -113,11 +115,22 @@ bool SameButStatus(const Object& a, const Object& b) {
 }
 }  // namespace
 
+bool ChangedBeyondResourceVersion(const Object& old_obj, const Object& new_obj) {
+  if (ResourceVersionOf(old_obj) == ResourceVersionOf(new_obj)) return true;
+  return !SameBut(old_obj, new_obj, {"metadata"});
+}
+
+Predicates CachedContentChanged() {
+  Predicates p;
+  p.update = ChangedBeyondResourceVersion;
+  return p;
+}
+
 Predicates IgnoreStatusOnlyChanges() {
   Predicates p;
   p.update = [](const Object& old_obj, const Object& new_obj) {
     if (ResourceVersionOf(old_obj) == ResourceVersionOf(new_obj)) return true;
-    return !SameButStatus(old_obj, new_obj);
+    return !SameBut(old_obj, new_obj, {"metadata", "status"});
   };
   return p;
 }

@@ -57,6 +57,14 @@ void KeepLargeBlocksMapped(size_t bytes) {
 #endif
 }
 
+void LimitArenas(int arenas) {
+#ifndef CAPHV_ASAN_HEAP
+  mallopt(M_ARENA_MAX, arenas);
+#else
+  (void)arenas;
+#endif
+}
+
 bool ReleaseFreeHeap() {
 #ifdef CAPHV_ASAN_HEAP
   return false;

@@ -63,7 +63,10 @@ struct EventHandler {
 };
 
 // The page size of a packed informer's LIST: the client holds a page's
-// whole body while it decodes it (a few MiB for 500 large objects).
+// whole body while it decodes it (a few MiB for 500 large objects). The
+// first LIST, at resourceVersion "0", comes from the apiserver's watch cache
+// in one response whatever the limit (kube-apiserver 1.33); the limit pages
+// the relists.
 inline constexpr int64_t kPackedPageSize = 250;
 
 struct InformerOptions {

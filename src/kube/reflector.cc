@@ -4,6 +4,8 @@
 
 #include "kube/reflector.h"
 
+#include <chrono>
+#include <mutex>
 #include <random>
 
 #include "kube/log.h"
@@ -20,6 +22,36 @@ int RandomWatchTimeout() {
   std::uniform_int_distribution<int> dist(kMinWatchTimeoutSeconds, 2 * kMinWatchTimeoutSeconds);
   return dist(rng);
 }
+
+// The process's turn to LIST: one at a time. A response's body is held whole
+// while it is decoded, and the apiserver serves a LIST at resourceVersion "0"
+// from its watch cache in one response whatever the limit, so a start-up's
+// informers listing at once would hold every collection's body together. A
+// LIST that keeps the turn longer than kListTurnWait (a slow or unreachable
+// apiserver) holds no other back for more than that: they list without it.
+constexpr auto kListTurnWait = std::chrono::seconds(5);
+
+class ListTurn {
+ public:
+  explicit ListTurn(const std::stop_token& stop) {
+    static std::timed_mutex turn;
+    const auto deadline = std::chrono::steady_clock::now() + kListTurnWait;
+    while (!stop.stop_requested() && std::chrono::steady_clock::now() < deadline) {
+      if (turn.try_lock_for(std::chrono::milliseconds(100))) {
+        held_ = &turn;
+        return;
+      }
+    }
+  }
+  ~ListTurn() {
+    if (held_ != nullptr) held_->unlock();
+  }
+  ListTurn(const ListTurn&) = delete;
+  ListTurn& operator=(const ListTurn&) = delete;
+
+ private:
+  std::timed_mutex* held_ = nullptr;
+};
 
 int ErrorEventCode(const Object& status) {
   auto it = status.find("code");
@@ -54,7 +86,9 @@ void Reflector::SetLastResourceVersion(std::string rv) {
   last_rv_ = std::move(rv);
 }
 
-Status Reflector::ListOnce(std::string& relist_rv) {
+Status Reflector::ListOnce(std::string& relist_rv, const std::stop_token& stop) {
+  const ListTurn turn(stop);
+  if (stop.stop_requested()) return Status(StatusCode::kCancelled, "stopped before listing");
   ListOptions lo;
   lo.label_selector = options_.label_selector;
   lo.field_selector = options_.field_selector;
@@ -161,7 +195,8 @@ Status Reflector::Run(std::stop_token stop) {
   bool need_list = true;
   while (!stop.stop_requested()) {
     if (need_list) {
-      if (Status ls = ListOnce(relist_rv); !ls.ok()) {
+      if (Status ls = ListOnce(relist_rv, stop); !ls.ok()) {
+        if (stop.stop_requested()) break;
         logger_.Error(ls, "Failed to list, backing off");
         {
           std::lock_guard<std::mutex> g(mu_);

@@ -3,8 +3,11 @@
 // Reflector: keeps a sink in step with one collection of the apiserver by
 // LIST then WATCH (client-go tools/cache/reflector.go).
 //
-//   - The first LIST uses resourceVersion "0" (served from the watch cache),
-//     in pages of `page_size`; the sink receives the full content (Replace).
+//   - The first LIST uses resourceVersion "0" (served from the watch cache,
+//     which ignores the limit then: one response), a relist pages by
+//     `page_size`; the sink receives the full content (Replace). The
+//     reflectors of a process list one at a time, since each response body
+//     is held while it is decoded (one waits at most 5 s for its turn).
 //   - WATCH from the list's resourceVersion with bookmarks and a server
 //     timeout drawn from [5 min, 10 min]. Each event goes to the sink (Apply);
 //     BOOKMARK events only move the resume point.
@@ -86,8 +89,9 @@ class Reflector {
 
  private:
   enum class WatchOutcome { kRewatch, kRelistConsistent, kRelist, kBackoffRewatch, kStopped };
-  // One LIST (with the fallbacks above) into the sink.
-  Status ListOnce(std::string& relist_rv);
+  // One LIST (with the fallbacks above) into the sink, in the process's
+  // turn (one LIST at a time, see above).
+  Status ListOnce(std::string& relist_rv, const std::stop_token& stop);
   WatchOutcome WatchOnce(std::stop_token stop);
   void SetLastResourceVersion(std::string rv);
 

@@ -7,6 +7,7 @@
 
 #include "kube/base64.h"
 #include "kube/config.h"
+#include "kube/controller.h"
 #include "kube/log.h"
 #include "workload/etcd_member.h"
 
@@ -82,8 +83,10 @@ WorkloadCluster::WorkloadCluster(std::shared_ptr<kube::Client> client, std::stri
   if (on_node) {
     kube::EventHandler h;
     h.on_add = [on_node](const kube::ObjectPtr& n, bool) { on_node(kube::NameOf(*n)); };
-    h.on_update = [on_node](const kube::ObjectPtr&, const kube::ObjectPtr& n) {
-      on_node(kube::NameOf(*n));
+    // A heartbeat or any other change to what CompactNode leaves out is
+    // nothing the reconcilers read.
+    h.on_update = [on_node](const kube::ObjectPtr& old_node, const kube::ObjectPtr& n) {
+      if (kube::ChangedBeyondResourceVersion(*old_node, *n)) on_node(kube::NameOf(*n));
     };
     h.on_delete = [on_node](const kube::DeletedObject& d) {
       on_node(d.object ? kube::NameOf(*d.object) : d.key);
