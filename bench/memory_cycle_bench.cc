@@ -64,8 +64,7 @@ constexpr auto kDeleteBound = std::chrono::minutes(15);
 
 // kSettleSeconds, or $CAPHV_BENCH_SETTLE_S (to attach heap tools meanwhile).
 std::chrono::seconds Settle() {
-  const char* env = std::getenv("CAPHV_BENCH_SETTLE_S");
-  return std::chrono::seconds(env != nullptr ? std::atoi(env) : kSettleSeconds);
+  return std::chrono::seconds(EnvInt("CAPHV_BENCH_SETTLE_S", kSettleSeconds));
 }
 
 struct Footprint {

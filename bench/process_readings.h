@@ -58,6 +58,17 @@ inline int64_t ProcKiB(pid_t pid, const char* file, std::string_view key) {
 // VmRSS of `pid` in KiB, 0 when unreadable.
 inline int64_t ResidentKiB(pid_t pid) { return ProcKiB(pid, "status", "VmRSS"); }
 
+// VmHWM of `pid` in KiB: the highest RSS the process has had, 0 when
+// unreadable.
+inline int64_t PeakResidentKiB(pid_t pid) { return ProcKiB(pid, "status", "VmHWM"); }
+
+// The integer value of environment variable `name`, `fallback` when unset or
+// empty.
+inline int EnvInt(const char* name, int fallback) {
+  const char* value = std::getenv(name);
+  return value != nullptr && *value != '\0' ? std::atoi(value) : fallback;
+}
+
 inline double MiB(int64_t kib) { return static_cast<double>(kib) / 1024.0; }
 
 // User + system CPU seconds `pid` has used so far, 0 when unreadable.
