@@ -5,6 +5,7 @@
 #include "kube/reflector.h"
 
 #include <chrono>
+#include <condition_variable>
 #include <mutex>
 #include <random>
 
@@ -34,23 +35,40 @@ constexpr auto kListTurnWait = std::chrono::seconds(5);
 class ListTurn {
  public:
   explicit ListTurn(const std::stop_token& stop) {
-    static std::timed_mutex turn;
+    Shared& turn = TheTurn();
+    std::unique_lock lock(turn.mu);
     const auto deadline = std::chrono::steady_clock::now() + kListTurnWait;
-    while (!stop.stop_requested() && std::chrono::steady_clock::now() < deadline) {
-      if (turn.try_lock_for(std::chrono::milliseconds(100))) {
-        held_ = &turn;
-        return;
-      }
+    while (turn.taken && !stop.stop_requested() && std::chrono::steady_clock::now() < deadline) {
+      turn.released.wait_for(lock, std::chrono::milliseconds(100));
     }
+    if (!turn.taken) turn.taken = held_ = true;
   }
   ~ListTurn() {
-    if (held_ != nullptr) held_->unlock();
+    if (!held_) return;
+    Shared& turn = TheTurn();
+    {
+      std::lock_guard lock(turn.mu);
+      turn.taken = false;
+    }
+    turn.released.notify_one();
   }
   ListTurn(const ListTurn&) = delete;
   ListTurn& operator=(const ListTurn&) = delete;
 
  private:
-  std::timed_mutex* held_ = nullptr;
+  // A flag under a mutex rather than a timed mutex: ThreadSanitizer does
+  // not see std::timed_mutex::try_lock_for take the lock
+  // (pthread_mutex_clocklock) and reports its unlock.
+  struct Shared {
+    std::mutex mu;
+    std::condition_variable released;
+    bool taken = false;
+  };
+  static Shared& TheTurn() {
+    static Shared turn;
+    return turn;
+  }
+  bool held_ = false;
 };
 
 int ErrorEventCode(const Object& status) {
