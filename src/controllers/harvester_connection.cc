@@ -40,13 +40,10 @@ constexpr std::string_view kServiceAccountTokenType = "kubernetes.io/service-acc
 // PVC index: "<namespace>/<vm>" of the VM a PVC is a disk of.
 constexpr std::string_view kDiskOwnerIndex = "disk-owner";
 
-// Updates only when what the cache keeps changed (see the transforms above).
 kube::EventHandler MapHandler(const std::function<void(const kube::Object&)>& f) {
   kube::EventHandler h;
   h.on_add = [f](const kube::ObjectPtr& o, bool) { f(*o); };
-  h.on_update = [f](const kube::ObjectPtr& old_obj, const kube::ObjectPtr& o) {
-    if (kube::ChangedBeyondResourceVersion(*old_obj, *o)) f(*o);
-  };
+  h.on_update = [f](const kube::ObjectPtr&, const kube::ObjectPtr& o) { f(*o); };
   h.on_delete = [f](const kube::DeletedObject& d) {
     if (d.object) f(*d.object);
   };
@@ -86,6 +83,9 @@ Connection::Connection(std::shared_ptr<kube::Client> client, std::string kubecon
                        const ConnectionCallbacks& callbacks)
     : client_(std::move(client)), kubeconfig_(std::move(kubeconfig)), callbacks_(callbacks) {
   // The collections with an object or more per machine are cached packed.
+  // Updates are announced only when what the cache keeps changed (see the
+  // transforms above): the rest (a VMI's guest agent, a Node's heartbeat)
+  // would wake machines that plan nothing.
   auto make = [this](const kube::GroupVersionResource& gvr, std::string label,
                      std::function<void(kube::Object&)> transform = {}, bool packed = false,
                      kube::Indexers indexers = {}) {
@@ -95,6 +95,7 @@ Connection::Connection(std::shared_ptr<kube::Client> client, std::string kubecon
     o.transform = std::move(transform);
     o.packed = packed;
     o.indexers = std::move(indexers);
+    o.drop_unchanged_updates = true;
     return std::make_shared<kube::Informer>(client_, std::move(o));
   };
   vms_ = make(harvester::kVirtualMachines, ManagedSelector(), harvester::CompactVm, true);

@@ -138,14 +138,6 @@ Predicates ResourceVersionChanged();
 // that the watch event of its own write brings no reconcile that would plan
 // nothing. Resync re-deliveries (same resourceVersion) pass.
 Predicates IgnoreStatusOnlyChanges();
-// Whether an update changed anything but metadata.resourceVersion (and
-// metadata.managedFields). An informer with a transform caches only the
-// fields its readers use, so an update to any other field arrives as an
-// equal object at a new resourceVersion: its readers would see nothing new.
-// Resync re-deliveries (same resourceVersion) count as changed.
-bool ChangedBeyondResourceVersion(const Object& old_obj, const Object& new_obj);
-// Passes updates when ChangedBeyondResourceVersion.
-Predicates CachedContentChanged();
 
 class Controller {
  public:

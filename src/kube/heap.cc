@@ -76,7 +76,10 @@ bool ReleaseFreeHeap() {
 bool HeapReleaser::Decide(const HeapStats& now) {
   const uint64_t unused = now.Unused();
   if (unused < floor_) floor_ = unused;  // given back (or reused) since
-  return unused >= options_.min_unused && unused >= floor_ + options_.min_growth;
+  if (now.in_use_bytes > peak_in_use_) peak_in_use_ = now.in_use_bytes;
+  if (unused < options_.min_unused) return false;
+  return unused >= floor_ + options_.min_growth ||
+         peak_in_use_ - now.in_use_bytes >= options_.min_growth;
 }
 
 void HeapReleaser::Run(std::stop_token stop, const log::Logger& logger,

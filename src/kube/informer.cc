@@ -30,6 +30,7 @@ ReflectorOptions ToReflectorOptions(const InformerOptions& o) {
   r.page_size = o.packed && o.page_size > kPackedPageSize ? kPackedPageSize : o.page_size;
   r.backoff = o.backoff;
   r.clock = o.clock;
+  r.list_gate = o.list_gate;
   return r;
 }
 
@@ -130,9 +131,9 @@ void Informer::Start() {
   std::lock_guard<std::mutex> g(threads_mu_);
   if (started_) return;
   started_ = true;
-  reflector_thread_ = std::jthread([this](std::stop_token stop) { RunReflector(stop); });
+  reflector_thread_ = std::jthread([this](const std::stop_token& stop) { RunReflector(stop); });
   if (options_.resync_period > Clock::Duration::zero()) {
-    resync_thread_ = std::jthread([this](std::stop_token stop) { RunResync(stop); });
+    resync_thread_ = std::jthread([this](const std::stop_token& stop) { RunResync(stop); });
   }
 }
 
@@ -159,7 +160,7 @@ void StopInformers(const std::vector<Informer*>& informers) {
   for (Informer* i : informers) i->Stop();
 }
 
-void Informer::RunReflector(std::stop_token stop) {
+void Informer::RunReflector(const std::stop_token& stop) {
   // A thread top: nothing may escape. The informer stays unsynced/stale.
   try {
     reflector_.Run(stop).IgnoreError();  // Cancelled on stop
@@ -171,7 +172,7 @@ void Informer::RunReflector(std::stop_token stop) {
   }
 }
 
-void Informer::RunResync(std::stop_token stop) {
+void Informer::RunResync(const std::stop_token& stop) {
   try {
     while (clock_.SleepFor(options_.resync_period, stop)) {
       if (HasSynced()) Resync();
@@ -190,7 +191,7 @@ bool Informer::HasSynced() const {
 
 bool Informer::WaitForSync(std::chrono::milliseconds timeout, std::stop_token stop) {
   std::unique_lock<std::mutex> lock(sync_mu_);
-  return sync_cv_.wait_for(lock, stop, timeout, [this] { return synced_; });
+  return sync_cv_.wait_for(lock, std::move(stop), timeout, [this] { return synced_; });
 }
 
 void Informer::Compact(Object& o) const {
@@ -224,6 +225,7 @@ void Informer::DispatchAdd(const ObjectPtr& obj, bool initial) {
 }
 
 void Informer::DispatchUpdate(const ObjectPtr& old_obj, const ObjectPtr& new_obj) {
+  if (options_.drop_unchanged_updates && !ChangedBeyondResourceVersion(*old_obj, *new_obj)) return;
   for (const auto& [id, h] : handlers_) {
     if (h.on_update) CallGuarded("update", *new_obj, [&] { h.on_update(old_obj, new_obj); });
   }

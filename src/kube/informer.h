@@ -85,6 +85,13 @@ struct InformerOptions {
   int64_t page_size = 500;
   Backoff::Options backoff;
   Clock* clock = nullptr;  // default: Clock::Real()
+  // Stores but does not announce an update that leaves the cached object
+  // the same but for its resourceVersion (ChangedBeyondResourceVersion): with
+  // a transform, a change to a field left out. Not for caches whose readers
+  // take the resourceVersion for the content's (a Secret's keys).
+  bool drop_unchanged_updates = false;
+  // Whose turn it is to LIST (see ListGate); default: the process's.
+  ListGate* list_gate = nullptr;
 };
 
 class Informer final : private ReflectorSink {
@@ -151,8 +158,8 @@ class Informer final : private ReflectorSink {
   void DispatchAdd(const ObjectPtr& obj, bool initial);
   void DispatchUpdate(const ObjectPtr& old_obj, const ObjectPtr& new_obj);
   void DispatchDelete(const DeletedObject& d);
-  void RunReflector(std::stop_token stop);
-  void RunResync(std::stop_token stop);
+  void RunReflector(const std::stop_token& stop);
+  void RunResync(const std::stop_token& stop);
   // Calls one handler; an exception is logged, never propagated.
   template <typename F>
   void CallGuarded(const char* event, const Object& obj, const F& f) const;

@@ -84,4 +84,43 @@ void KeepOnly(Object& o, std::initializer_list<FieldPath> first,
 
 void KeepOnly(Object& o, std::initializer_list<FieldPath> paths) { KeepOnly(o, paths, {}); }
 
+namespace {
+// Whether `x` and `y` hold the same keys with the same values, but for the
+// keys of `skip`.
+bool SameOutside(const Object& x, const Object& y, std::initializer_list<std::string_view> skip) {
+  auto skipped = [&](const std::string& k) {
+    for (std::string_view s : skip) {
+      if (k == s) return true;
+    }
+    return false;
+  };
+  size_t compared = 0;
+  for (const auto& [k, v] : x.items()) {
+    if (skipped(k)) continue;
+    auto it = y.find(k);
+    if (it == y.end() || *it != v) return false;
+    ++compared;
+  }
+  size_t others = 0;
+  for (const auto& [k, v] : y.items()) others += skipped(k) ? 0 : 1;
+  return compared == others;
+}
+}  // namespace
+
+bool SameBut(const Object& a, const Object& b, std::initializer_list<std::string_view> skip) {
+  if (!a.is_object() || !b.is_object()) return false;
+  if (!SameOutside(a, b, skip)) return false;
+  const auto ma = a.find("metadata");
+  const auto mb = b.find("metadata");
+  if ((ma == a.end()) != (mb == b.end())) return false;
+  if (ma == a.end()) return true;
+  if (!ma->is_object() || !mb->is_object()) return *ma == *mb;
+  return SameOutside(*ma, *mb, {"resourceVersion", "managedFields"});
+}
+
+bool ChangedBeyondResourceVersion(const Object& old_obj, const Object& new_obj) {
+  if (ResourceVersionOf(old_obj) == ResourceVersionOf(new_obj)) return true;
+  return !SameBut(old_obj, new_obj, {"metadata"});
+}
+
 }  // namespace caphv::kube

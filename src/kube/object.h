@@ -47,6 +47,19 @@ void KeepOnly(Object& o, std::initializer_list<FieldPath> paths);
 void KeepOnly(Object& o, std::initializer_list<FieldPath> first,
               std::initializer_list<FieldPath> more);
 
+// Whether two versions of an object are the same but for the top-level keys
+// of `skip` (which names "metadata") and, within metadata, its
+// resourceVersion and managedFields. Objects that are not JSON objects never
+// count as the same.
+bool SameBut(const Object& a, const Object& b, std::initializer_list<std::string_view> skip);
+
+// Whether an update changed anything but metadata.resourceVersion (and
+// metadata.managedFields). An informer with a transform caches only the
+// fields its readers use, so an update to any other field arrives as an
+// equal object at a new resourceVersion: its readers would see nothing new.
+// Resync re-deliveries (same resourceVersion) count as changed.
+bool ChangedBeyondResourceVersion(const Object& old_obj, const Object& new_obj);
+
 // Whether an APIGroup discovery document (GET /apis/<group>) lists `version`
 // among the versions served; false when the document is not one.
 bool ServesVersion(const Object& api_group, std::string_view version);

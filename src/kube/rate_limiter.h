@@ -102,7 +102,8 @@ class Backoff {
     Clock::Duration reset_after = std::chrono::minutes(2);
   };
   explicit Backoff(Clock& clock = Clock::Real()) : Backoff(Options(), clock) {}
-  Backoff(Options options, Clock& clock = Clock::Real(), uint64_t seed = std::random_device()());
+  explicit Backoff(Options options, Clock& clock = Clock::Real(),
+                   uint64_t seed = std::random_device()());
 
   Clock::Duration Next();
   // Forgets earlier failures.

@@ -4,8 +4,8 @@
 
 #include "kube/reflector.h"
 
+#include <algorithm>
 #include <chrono>
-#include <condition_variable>
 #include <mutex>
 #include <random>
 
@@ -24,53 +24,6 @@ int RandomWatchTimeout() {
   return dist(rng);
 }
 
-// The process's turn to LIST: one at a time. A response's body is held whole
-// while it is decoded, and the apiserver serves a LIST at resourceVersion "0"
-// from its watch cache in one response whatever the limit, so a start-up's
-// informers listing at once would hold every collection's body together. A
-// LIST that keeps the turn longer than kListTurnWait (a slow or unreachable
-// apiserver) holds no other back for more than that: they list without it.
-constexpr auto kListTurnWait = std::chrono::seconds(5);
-
-class ListTurn {
- public:
-  explicit ListTurn(const std::stop_token& stop) {
-    Shared& turn = TheTurn();
-    std::unique_lock lock(turn.mu);
-    const auto deadline = std::chrono::steady_clock::now() + kListTurnWait;
-    while (turn.taken && !stop.stop_requested() && std::chrono::steady_clock::now() < deadline) {
-      turn.released.wait_for(lock, std::chrono::milliseconds(100));
-    }
-    if (!turn.taken) turn.taken = held_ = true;
-  }
-  ~ListTurn() {
-    if (!held_) return;
-    Shared& turn = TheTurn();
-    {
-      std::lock_guard lock(turn.mu);
-      turn.taken = false;
-    }
-    turn.released.notify_one();
-  }
-  ListTurn(const ListTurn&) = delete;
-  ListTurn& operator=(const ListTurn&) = delete;
-
- private:
-  // A flag under a mutex rather than a timed mutex: ThreadSanitizer does
-  // not see std::timed_mutex::try_lock_for take the lock
-  // (pthread_mutex_clocklock) and reports its unlock.
-  struct Shared {
-    std::mutex mu;
-    std::condition_variable released;
-    bool taken = false;
-  };
-  static Shared& TheTurn() {
-    static Shared turn;
-    return turn;
-  }
-  bool held_ = false;
-};
-
 int ErrorEventCode(const Object& status) {
   auto it = status.find("code");
   if (it != status.end() && it->is_number_integer()) return it->get<int>();
@@ -79,11 +32,42 @@ int ErrorEventCode(const Object& status) {
 
 }  // namespace
 
+ListGate::Turn::~Turn() {
+  if (gate_ != nullptr) gate_->Release();
+}
+
+ListGate::Turn ListGate::Take(const std::stop_token& stop) {
+  std::unique_lock lock(mu_);
+  const auto deadline = std::chrono::steady_clock::now() + max_wait_;
+  // Woken by a release; the 100 ms tick notices a stop request.
+  while (taken_ && !stop.stop_requested() && std::chrono::steady_clock::now() < deadline) {
+    released_.wait_until(lock, std::min(deadline, std::chrono::steady_clock::now() +
+                                                      std::chrono::milliseconds(100)));
+  }
+  if (taken_) return Turn();
+  taken_ = true;
+  return Turn(this);
+}
+
+void ListGate::Release() {
+  {
+    std::lock_guard lock(mu_);
+    taken_ = false;
+  }
+  released_.notify_one();
+}
+
+ListGate& ListGate::Process() {
+  static ListGate gate;
+  return gate;
+}
+
 Reflector::Reflector(std::shared_ptr<Client> client, ReflectorOptions options, ReflectorSink& sink)
     : client_(std::move(client)),
       options_(std::move(options)),
       sink_(sink),
       clock_(options_.clock ? *options_.clock : Clock::Real()),
+      list_gate_(options_.list_gate ? *options_.list_gate : ListGate::Process()),
       backoff_(options_.backoff, clock_),
       logger_(log::Root()
                   .WithName("reflector")
@@ -105,7 +89,7 @@ void Reflector::SetLastResourceVersion(std::string rv) {
 }
 
 Status Reflector::ListOnce(std::string& relist_rv, const std::stop_token& stop) {
-  const ListTurn turn(stop);
+  const ListGate::Turn turn = list_gate_.Take(stop);
   if (stop.stop_requested()) return Status(StatusCode::kCancelled, "stopped before listing");
   ListOptions lo;
   lo.label_selector = options_.label_selector;
@@ -135,7 +119,7 @@ Status Reflector::ListOnce(std::string& relist_rv, const std::stop_token& stop) 
   return Status::Ok();
 }
 
-Reflector::WatchOutcome Reflector::WatchOnce(std::stop_token stop) {
+Reflector::WatchOutcome Reflector::WatchOnce(const std::stop_token& stop) {
   WatchOptions wo;
   wo.resource_version = LastResourceVersion();
   wo.label_selector = options_.label_selector;
@@ -208,7 +192,7 @@ Reflector::WatchOutcome Reflector::WatchOnce(std::stop_token stop) {
   return WatchOutcome::kRewatch;
 }
 
-Status Reflector::Run(std::stop_token stop) {
+Status Reflector::Run(const std::stop_token& stop) {
   std::string relist_rv = "0";
   bool need_list = true;
   while (!stop.stop_requested()) {
@@ -227,7 +211,6 @@ Status Reflector::Run(std::stop_token stop) {
     }
     switch (WatchOnce(stop)) {
       case WatchOutcome::kStopped:
-        break;
       case WatchOutcome::kRewatch:
         break;
       case WatchOutcome::kRelistConsistent:

@@ -5,9 +5,9 @@
 //
 //   - The first LIST uses resourceVersion "0" (served from the watch cache,
 //     which ignores the limit then: one response), a relist pages by
-//     `page_size`; the sink receives the full content (Replace). The
-//     reflectors of a process list one at a time, since each response body
-//     is held while it is decoded (one waits at most 5 s for its turn).
+//     `page_size`; the sink receives the full content (Replace). Reflectors
+//     sharing a ListGate list one at a time, since each response body is
+//     held while it is decoded (see ListGate).
 //   - WATCH from the list's resourceVersion with bookmarks and a server
 //     timeout drawn from [5 min, 10 min]. Each event goes to the sink (Apply);
 //     BOOKMARK events only move the resume point.
@@ -29,11 +29,14 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <stop_token>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kube/client.h"
@@ -42,6 +45,59 @@
 #include "kube/rate_limiter.h"
 
 namespace caphv::kube {
+
+// Turns to LIST, one at a time, for the reflectors that share the gate. A
+// response's body is held whole while it is decoded, and the apiserver
+// serves a LIST at resourceVersion "0" from its watch cache in one response
+// whatever the limit (measured on kube-apiserver v1.33: limit=5 over 31
+// objects, 31 items and no continue token), so a start-up's informers
+// listing at once would hold every collection's body together. A turn kept
+// longer than `max_wait` (a slow or unreachable apiserver) holds no other
+// back for more than that: the waiter lists without a turn.
+//
+// Thread safety: Take() may be called from any thread; a Turn is released
+// by the thread that holds it.
+class ListGate {
+ public:
+  class Turn {
+   public:
+    Turn() = default;
+    Turn(Turn&& other) noexcept : gate_(std::exchange(other.gate_, nullptr)) {}
+    Turn& operator=(Turn&&) = delete;
+    Turn(const Turn&) = delete;
+    Turn& operator=(const Turn&) = delete;
+    ~Turn();
+    // False when the wait ended (max_wait, stop) without the turn.
+    bool held() const { return gate_ != nullptr; }
+
+   private:
+    friend class ListGate;
+    explicit Turn(ListGate* gate) : gate_(gate) {}
+    ListGate* gate_ = nullptr;
+  };
+
+  explicit ListGate(std::chrono::milliseconds max_wait = std::chrono::seconds(5))
+      : max_wait_(max_wait) {}
+  ListGate(const ListGate&) = delete;
+  ListGate& operator=(const ListGate&) = delete;
+
+  // Waits for the turn, at most max_wait and not past a stop request.
+  Turn Take(const std::stop_token& stop);
+
+  // The gate of reflectors given none: one per process.
+  static ListGate& Process();
+
+ private:
+  // A flag under a mutex rather than a timed mutex: ThreadSanitizer does
+  // not see std::timed_mutex::try_lock_for take the lock
+  // (pthread_mutex_clocklock) and reports its unlock.
+  void Release();
+
+  const std::chrono::milliseconds max_wait_;
+  std::mutex mu_;
+  std::condition_variable released_;
+  bool taken_ = false;
+};
 
 // Receives what the reflector learns. Called from the reflector's thread.
 class ReflectorSink {
@@ -65,6 +121,8 @@ struct ReflectorOptions {
   int64_t page_size = 500;
   Backoff::Options backoff;
   Clock* clock = nullptr;  // default: Clock::Real()
+  // Whose turn it is to LIST; default: ListGate::Process().
+  ListGate* list_gate = nullptr;
 };
 
 class Reflector {
@@ -81,7 +139,7 @@ class Reflector {
   Reflector(std::shared_ptr<Client> client, ReflectorOptions options, ReflectorSink& sink);
 
   // Lists and watches until `stop` is requested. Returns Cancelled then.
-  Status Run(std::stop_token stop);
+  Status Run(const std::stop_token& stop);
 
   // The resourceVersion the next watch resumes from.
   std::string LastResourceVersion() const;
@@ -89,16 +147,16 @@ class Reflector {
 
  private:
   enum class WatchOutcome { kRewatch, kRelistConsistent, kRelist, kBackoffRewatch, kStopped };
-  // One LIST (with the fallbacks above) into the sink, in the process's
-  // turn (one LIST at a time, see above).
+  // One LIST (with the fallbacks above) into the sink, in the gate's turn.
   Status ListOnce(std::string& relist_rv, const std::stop_token& stop);
-  WatchOutcome WatchOnce(std::stop_token stop);
+  WatchOutcome WatchOnce(const std::stop_token& stop);
   void SetLastResourceVersion(std::string rv);
 
   std::shared_ptr<Client> client_;
   const ReflectorOptions options_;
   ReflectorSink& sink_;
   Clock& clock_;
+  ListGate& list_gate_;
   Backoff backoff_;
   const log::Logger logger_;
 

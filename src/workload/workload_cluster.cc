@@ -79,14 +79,15 @@ WorkloadCluster::WorkloadCluster(std::shared_ptr<kube::Client> client, std::stri
   o.gvr = kube::resources::kNodes;
   o.transform = CompactNode;
   o.packed = true;  // a Node per machine
+  // A heartbeat or any other change to what CompactNode leaves out is
+  // nothing the reconcilers read.
+  o.drop_unchanged_updates = true;
   nodes_ = std::make_shared<kube::Informer>(client_, std::move(o));
   if (on_node) {
     kube::EventHandler h;
     h.on_add = [on_node](const kube::ObjectPtr& n, bool) { on_node(kube::NameOf(*n)); };
-    // A heartbeat or any other change to what CompactNode leaves out is
-    // nothing the reconcilers read.
-    h.on_update = [on_node](const kube::ObjectPtr& old_node, const kube::ObjectPtr& n) {
-      if (kube::ChangedBeyondResourceVersion(*old_node, *n)) on_node(kube::NameOf(*n));
+    h.on_update = [on_node](const kube::ObjectPtr&, const kube::ObjectPtr& n) {
+      on_node(kube::NameOf(*n));
     };
     h.on_delete = [on_node](const kube::DeletedObject& d) {
       on_node(d.object ? kube::NameOf(*d.object) : d.key);

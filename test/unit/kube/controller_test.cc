@@ -95,36 +95,6 @@ TEST(PredicatesTest, StatusOnlyChangesAreIgnored) {
   EXPECT_TRUE(update(base, base));
 }
 
-TEST(PredicatesTest, CachedContentChangedDropsUpdatesToFieldsLeftOut) {
-  const auto update = CachedContentChanged().update;
-  // A compacted VMI: what the cache keeps of it.
-  const Object base = Object::parse(R"({"metadata": {"name": "vm", "resourceVersion": "10"},
-      "status": {"phase": "Scheduled", "interfaces": [{"name": "nic-1"}]}})");
-  Object same = base;
-  same["metadata"]["resourceVersion"] = "11";
-  // A new resourceVersion alone: a change to a field the transform removed.
-  EXPECT_FALSE(update(base, same));
-  same["metadata"]["managedFields"] = Object::array();
-  EXPECT_FALSE(update(base, same));
-  // A change to anything kept passes, the status included.
-  Object phase = same;
-  phase["status"]["phase"] = "Running";
-  EXPECT_TRUE(update(base, phase));
-  Object ip = same;
-  ip["status"]["interfaces"][0]["ipAddress"] = "10.0.0.5";
-  EXPECT_TRUE(update(base, ip));
-  Object deleting = same;
-  deleting["metadata"]["deletionTimestamp"] = "2026-11-29T00:00:00Z";
-  EXPECT_TRUE(update(base, deleting));
-  Object no_status = same;
-  no_status.erase("status");
-  EXPECT_TRUE(update(base, no_status));
-  EXPECT_TRUE(update(no_status, same));
-  // A resync (same resourceVersion) passes; so does what is not an object.
-  EXPECT_TRUE(update(base, base));
-  EXPECT_TRUE(update(Object("x"), Object("y")));
-}
-
 TEST(ResultTest, Constructors) {
   EXPECT_TRUE(Result::Done().error.ok());
   EXPECT_EQ(Result::RequeueAfter(std::chrono::seconds(3)).requeue_after, std::chrono::seconds(3));

@@ -51,10 +51,35 @@ TEST(HeapReleaserTest, WhatAReleaseLeavesBecomesTheFloor) {
 
 TEST(HeapReleaserTest, AReleaseDuringADeletionIsFollowedByAnotherAfterIt) {
   HeapReleaser r = Releaser();
-  ASSERT_TRUE(r.Decide(Stats(20, 30)));   // half of the cluster deleted
-  r.Released(Stats(20, 29));              // 9 MiB left: partly used pages
-  EXPECT_FALSE(r.Decide(Stats(12, 22)));  // 10 MiB
-  EXPECT_TRUE(r.Decide(Stats(5, 16)));    // all deleted: 11 MiB
+  ASSERT_TRUE(r.Decide(Stats(20, 30)));  // half of the cluster deleted
+  r.Released(Stats(20, 29));             // 9 MiB left: partly used pages
+  // 10 MiB unused, below the floor's 11, but 8 MiB freed since the release.
+  ASSERT_TRUE(r.Decide(Stats(12, 22)));
+  r.Released(Stats(12, 21));
+  EXPECT_TRUE(r.Decide(Stats(5, 16)));  // all deleted: 11 MiB unused, 7 freed
+}
+
+TEST(HeapReleaserTest, AFallOfTheMemoryInUseIsReleasedThoughUnusedGrewLess) {
+  HeapReleaser::Options o;  // the manager's: 3 MiB unused, 2 MiB growth
+  HeapReleaser r(o);
+  // The last deletions of provision_bench at 200 machines, in KiB.
+  auto kib = [](uint64_t in_use, uint64_t resident) {
+    return HeapStats{in_use << 10, resident << 10};
+  };
+  ASSERT_TRUE(r.Decide(kib(4275, 9164)));
+  r.Released(kib(4273, 7872));              // floor 3599 KiB
+  EXPECT_FALSE(r.Decide(kib(4273, 7872)));  // nothing freed since
+  EXPECT_FALSE(r.Decide(kib(2823, 7780)));  // 1.4 MiB freed: not yet
+  EXPECT_TRUE(r.Decide(kib(1242, 6816)));   // 5.4 MiB unused < floor + 2, but 2.96 freed
+}
+
+TEST(HeapReleaserTest, InUseGrowingAfterAReleaseIsNoFall) {
+  HeapReleaser r = Releaser();
+  ASSERT_TRUE(r.Decide(Stats(5, 28)));
+  r.Released(Stats(5, 15));              // floor 10 MiB
+  EXPECT_FALSE(r.Decide(Stats(9, 19)));  // provisioning: in use grows
+  EXPECT_FALSE(r.Decide(Stats(8, 18)));  // 1 MiB down from its highest
+  EXPECT_TRUE(r.Decide(Stats(7, 18)));   // 2 MiB down, 11 MiB unused
 }
 
 TEST(HeapReleaserTest, TheFloorFollowsUnusedMemoryDown) {

@@ -160,6 +160,34 @@ TEST_P(InformerTest, CachedObjectsAreCompactedAndTransformed) {
   }
 }
 
+TEST_P(InformerTest, UpdatesThatChangeNothingCachedAreStoredButNotAnnounced) {
+  InformerOptions o = Options();
+  // What a transform keeps of a ConfigMap: its metadata and data.a.
+  o.transform = [](Object& obj) {
+    KeepOnly(obj, {{"metadata", "name"},
+                   {"metadata", "namespace"},
+                   {"metadata", "resourceVersion"},
+                   {"data", "a"}});
+  };
+  o.drop_unchanged_updates = true;
+  Informer inf(nullptr, std::move(o));
+  Recorder r;
+  inf.AddEventHandler(r.Handler());
+  auto with = [](const std::string& rv, const std::string& a, const std::string& b) {
+    Object cm = Cm("x", rv);
+    cm["data"] = {{"a", a}, {"b", b}};
+    return cm;
+  };
+  Relist(inf, {with("1", "1", "1")}, "1");
+  inf.Apply(Event(WatchEvent::Type::kModified, with("2", "1", "2")));  // b: left out
+  inf.Apply(Event(WatchEvent::Type::kModified, with("3", "2", "2")));  // a: kept
+  // While disconnected, b again: the relist announces nothing either.
+  Relist(inf, {with("4", "2", "3")}, "4");
+  inf.Resync();  // a resync is announced, as it exists to reconcile again
+  EXPECT_EQ(r.log, (std::vector<std::string>{"add x@1 initial", "update x@2->3", "update x@4->4"}));
+  EXPECT_EQ(ResourceVersionOf(*inf.store().Get("ns/x")), "4") << "the newest is stored";
+}
+
 TEST_P(InformerTest, HandlerExceptionIsLoggedAndDoesNotStopDispatch) {
   std::ostringstream out;
   log::Configure(0, log::Format::kText, &out);
