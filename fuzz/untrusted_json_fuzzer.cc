@@ -2,8 +2,9 @@
 // admission request sends (kube::ParseUntrustedJson, ParseUntrustedList),
 // checked against nlohmann's own parser on the same text: the same document,
 // or the same refusal, with the watched object's or the list items'
-// managedFields left out where asked, and no crash or sanitizer report on a
-// document nested past kMaxJsonDepth.
+// managedFields left out where asked, a FieldMask's projection where one is
+// given (the same as FieldMask::Apply makes), and no crash or sanitizer
+// report on a document nested past kMaxJsonDepth.
 
 #include <cstddef>
 #include <cstdint>
@@ -45,7 +46,30 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (event.is_object()) {
     if (auto o = event.find("object"); o != event.end()) EraseManagedFields(*o);
   }
-  if (kube::ParseUntrustedJson(text, nullptr, kube::kWatchEventManagedFields) != event) {
+  const kube::FieldMask& lean = kube::FieldMask::WithoutManagedFields();
+  if (kube::ParseUntrustedJson(text, nullptr, kube::JsonKeep{kube::kWatchEventObject, &lean}) !=
+      event) {
+    __builtin_trap();
+  }
+
+  // A mask that keeps only some paths builds what applying it afterwards
+  // makes, at the root and at a watch event's object.
+  static const kube::FieldMask mask({{"metadata", "name"},
+                                     {"metadata", "labels", "a"},
+                                     {"spec"},
+                                     {"status", "x", "y"},
+                                     {"status", "z"}});
+  Object masked = expected;
+  mask.Apply(masked);
+  if (kube::ParseUntrustedJson(text, nullptr, kube::JsonKeep{{}, &mask}) != masked) {
+    __builtin_trap();
+  }
+  Object masked_event = expected;
+  if (masked_event.is_object()) {
+    if (auto o = masked_event.find("object"); o != masked_event.end()) mask.Apply(*o);
+  }
+  if (kube::ParseUntrustedJson(text, nullptr, kube::JsonKeep{kube::kWatchEventObject, &mask}) !=
+      masked_event) {
     __builtin_trap();
   }
 
@@ -53,8 +77,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // rest kept. Compared item by item only without a repeated "items" key.
   std::vector<Object> items;
   Object rest = kube::ParseUntrustedList(
-      text, [&](Object&& item) { items.push_back(std::move(item)); }, nullptr,
-      kube::kListItemsManagedFields);
+      text, [&](Object&& item) { items.push_back(std::move(item)); }, nullptr, &lean);
   if (rest.is_discarded()) __builtin_trap();
   if (!expected.is_object() || !expected.contains("items") || !expected["items"].is_array()) {
     return 0;

@@ -149,13 +149,13 @@ std::string BootstrapDataSecretName(const kube::Object& machine) {
   return Str(machine, {"spec", "bootstrap", "dataSecretName"});
 }
 
-void CompactMachine(kube::Object& machine) {
-  kube::KeepOnly(machine, kube::kCachedMetadata,
-                 {{"spec", "clusterName"},
-                  {"spec", "bootstrap", "dataSecretName"},
-                  {"spec", "infrastructureRef"},
-                  {"spec", "failureDomain"},
-                  {"status", "nodeRef"}});
+const kube::FieldMask& MachineFields() {
+  static const kube::FieldMask mask(kube::kCachedMetadata, {{"spec", "clusterName"},
+                                                            {"spec", "bootstrap", "dataSecretName"},
+                                                            {"spec", "infrastructureRef"},
+                                                            {"spec", "failureDomain"},
+                                                            {"status", "nodeRef"}});
+  return mask;
 }
 
 }  // namespace caphv::controllers

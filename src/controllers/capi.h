@@ -19,6 +19,7 @@
 #include "api/common.h"
 #include "api/harvester_machine.h"
 #include "kube/client.h"
+#include "kube/field_mask.h"
 #include "kube/resource.h"
 
 namespace caphv::controllers {
@@ -84,13 +85,13 @@ std::string NewerCapiVersionServed(std::string_view reading, const kube::Object&
 // Machine spec.bootstrap.dataSecretName ("" while the bootstrap provider works).
 std::string BootstrapDataSecretName(const kube::Object& machine);
 
-// What the cache of Cluster API Machines keeps (an informer transform): the
+// What the cache of Cluster API Machines keeps (its informer's mask): the
 // cached metadata, spec.clusterName, spec.bootstrap.dataSecretName,
 // spec.infrastructureRef, spec.failureDomain and status.nodeRef, the fields
 // the reconcilers, their watch predicates and the connection sweeper read.
 // Cluster API rewrites the rest (conditions, phase, addresses, node info) as
 // machines progress; kept whole it is most of a Machine.
-void CompactMachine(kube::Object& machine);
+const kube::FieldMask& MachineFields();
 
 // metadata.labels (empty when absent).
 std::map<std::string, std::string> LabelsOf(const kube::Object& o);

@@ -52,20 +52,22 @@ kube::EventHandler MapHandler(const std::function<void(const kube::Object&)>& f)
 
 }  // namespace
 
-void CompactPvc(kube::Object& pvc) {
-  kube::KeepOnly(pvc, {{"metadata", "name"},
-                       {"metadata", "namespace"},
-                       {"metadata", "uid"},
-                       {"metadata", "labels"},
-                       {"metadata", "annotations"},
-                       {"metadata", "deletionTimestamp"},
-                       {"metadata", "resourceVersion"}});
+const kube::FieldMask& PvcFields() {
+  static const kube::FieldMask mask({{"metadata", "name"},
+                                     {"metadata", "namespace"},
+                                     {"metadata", "uid"},
+                                     {"metadata", "labels"},
+                                     {"metadata", "annotations"},
+                                     {"metadata", "deletionTimestamp"},
+                                     {"metadata", "resourceVersion"}});
+  return mask;
 }
 
-void CompactHost(kube::Object& node) {
-  kube::KeepOnly(node, {{"metadata", "name"},
-                        {"metadata", "resourceVersion"},
-                        {"metadata", "labels", harvester::kZoneLabel}});
+const kube::FieldMask& HostFields() {
+  static const kube::FieldMask mask({{"metadata", "name"},
+                                     {"metadata", "resourceVersion"},
+                                     {"metadata", "labels", harvester::kZoneLabel}});
+  return mask;
 }
 
 void CompactManagedSecret(kube::Object& secret) {
@@ -87,30 +89,34 @@ Connection::Connection(std::shared_ptr<kube::Client> client, std::string kubecon
   // transforms above): the rest (a VMI's guest agent, a Node's heartbeat)
   // would wake machines that plan nothing.
   auto make = [this](const kube::GroupVersionResource& gvr, std::string label,
+                     const kube::FieldMask* keep = nullptr,
                      std::function<void(kube::Object&)> transform = {}, bool packed = false,
                      kube::Indexers indexers = {}) {
     kube::InformerOptions o;
     o.gvr = gvr;
     o.label_selector = std::move(label);
+    o.keep = keep;
     o.transform = std::move(transform);
     o.packed = packed;
     o.indexers = std::move(indexers);
     o.drop_unchanged_updates = true;
     return std::make_shared<kube::Informer>(client_, std::move(o));
   };
-  vms_ = make(harvester::kVirtualMachines, ManagedSelector(), harvester::CompactVm, true);
-  vmis_ = make(harvester::kVirtualMachineInstances, ManagedSelector(), harvester::CompactVmi, true);
+  vms_ = make(harvester::kVirtualMachines, ManagedSelector(), &harvester::VmFields(), {}, true);
+  vmis_ = make(harvester::kVirtualMachineInstances, ManagedSelector(), &harvester::VmiFields(), {},
+               true);
   // Every LoadBalancer: the Go provider's carry no labels and are adopted.
   lbs_ = make(harvester::kLoadBalancers, "");
-  secrets_ = make(kube::resources::kSecrets, ManagedSelector(), CompactManagedSecret, true);
+  secrets_ =
+      make(kube::resources::kSecrets, ManagedSelector(), nullptr, CompactManagedSecret, true);
   pools_ = make(harvester::kIPPools, "");
-  pvcs_ = make(kube::resources::kPersistentVolumeClaims, "", CompactPvc, true,
+  pvcs_ = make(kube::resources::kPersistentVolumeClaims, "", &PvcFields(), {}, true,
                {{std::string(kDiskOwnerIndex), [](const kube::Object& pvc) {
                    const std::string owner = harvester::DiskOwnerOf(kube::NameOf(pvc));
                    if (owner.empty()) return std::vector<std::string>{};
                    return std::vector<std::string>{kube::NamespaceOf(pvc) + "/" + owner};
                  }}});
-  hosts_ = make(kube::resources::kNodes, "", CompactHost);
+  hosts_ = make(kube::resources::kNodes, "", &HostFields());
 
   auto machine = [this](const kube::Object& o) {
     if (auto r = OwnerOf(o); r && callbacks_.machine_event) callbacks_.machine_event(*r);

@@ -60,6 +60,7 @@
 #include "kube/client.h"
 #include "kube/controller.h"
 #include "kube/credential_expiry.h"
+#include "kube/field_mask.h"
 #include "kube/informer.h"
 #include "kube/status.h"
 
@@ -159,16 +160,16 @@ class Connection {
   std::set<std::string> host_watchers_;                       // cluster request keys; mu_
 };
 
-// Informer transforms of Connection, exposed for tests.
-// PVC: keeps metadata.{name,namespace,uid,labels,annotations,
-// deletionTimestamp,resourceVersion} (and apiVersion/kind) only.
-void CompactPvc(kube::Object& pvc);
-// Secret: drops data and stringData unless the type is
+// What Connection's informers keep, exposed for tests.
+// PVC: metadata.{name,namespace,uid,labels,annotations,deletionTimestamp,
+// resourceVersion} (and apiVersion/kind) only.
+const kube::FieldMask& PvcFields();
+// Secret (a transform): drops data and stringData unless the type is
 // kubernetes.io/service-account-token.
 void CompactManagedSecret(kube::Object& secret);
-// Node (a Harvester host): keeps metadata.{name,resourceVersion} and the
+// Node (a Harvester host): metadata.{name,resourceVersion} and the
 // topology.kubernetes.io/zone label only.
-void CompactHost(kube::Object& node);
+const kube::FieldMask& HostFields();
 
 // A connection failure with the reason to report.
 struct ConnectionError {

@@ -185,13 +185,13 @@ kube::StatusOr<std::unique_ptr<Controllers>> Controllers::New(std::shared_ptr<ku
   // the machines indexed by their cluster.
   const std::string cluster_label(kClusterNameLabel);
   auto informer = [&](const kube::GroupVersionResource& gvr, bool filtered, bool resync,
-                      std::function<void(Object&)> transform = {}, bool per_machine = false) {
+                      const kube::FieldMask* keep = nullptr, bool per_machine = false) {
     kube::InformerOptions o;
     o.gvr = gvr;
     o.ns = options.watch_namespace;
     if (filtered) o.label_selector = filter;
     if (resync) o.resync_period = options.sync_period;
-    o.transform = std::move(transform);
+    o.keep = keep;
     o.packed = per_machine;
     if (per_machine) {
       o.indexers = {{kube::LabelIndexName(cluster_label), kube::IndexByLabel(cluster_label)}};
@@ -201,7 +201,7 @@ kube::StatusOr<std::unique_ptr<Controllers>> Controllers::New(std::shared_ptr<ku
   ctx.harvester_clusters =
       informer(api::ResourceOf(api::Kind::kHarvesterCluster), true, /*resync=*/true);
   ctx.harvester_machines = informer(api::ResourceOf(api::Kind::kHarvesterMachine), true,
-                                    /*resync=*/true, {}, /*per_machine=*/true);
+                                    /*resync=*/true, nullptr, /*per_machine=*/true);
   // Clusters and Machines at the newest version served: v1beta1 stops being
   // served in 2027, and v1beta2 keeps what CAPHV reads at the same paths.
   {
@@ -213,13 +213,13 @@ kube::StatusOr<std::unique_ptr<Controllers>> Controllers::New(std::shared_ptr<ku
   capi_clusters.version = capi_machines.version = impl->capi_version;
   ctx.publish_failure_domains = impl->capi_version == "v1beta2";
   ctx.clusters = informer(capi_clusters, true, false);
-  ctx.machines = informer(capi_machines, true, false, CompactMachine, /*per_machine=*/true);
+  ctx.machines = informer(capi_machines, true, false, &MachineFields(), /*per_machine=*/true);
   {
     kube::InformerOptions o;
     o.gvr = kube::resources::kSecrets;
     o.ns = options.watch_namespace;
     // Keys and resourceVersions only: never keep Secret data in memory.
-    o.transform = kube::CompactPoolSecret;
+    o.keep = &kube::PoolSecretFields();
     o.packed = true;
     ctx.secrets = std::make_shared<kube::Informer>(mgmt, std::move(o));
   }

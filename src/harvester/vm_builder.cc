@@ -401,25 +401,26 @@ const kube::Object* At(const kube::Object& o, std::initializer_list<const char*>
 
 }  // namespace
 
-void CompactVm(kube::Object& vm) {
-  kube::KeepOnly(vm, kube::kCachedMetadata,
-                 {{"spec", "template", "spec", "volumes"},
-                  {"status", "ready"},
-                  {"status", "printableStatus"},
-                  {"status", "conditions"}});
+const kube::FieldMask& VmFields() {
+  static const kube::FieldMask mask(kube::kCachedMetadata, {{"spec", "template", "spec", "volumes"},
+                                                            {"status", "ready"},
+                                                            {"status", "printableStatus"},
+                                                            {"status", "conditions"}});
+  return mask;
 }
 
-void CompactVmi(kube::Object& vmi) {
-  kube::KeepOnly(vmi, {{"metadata", "name"},
-                       {"metadata", "namespace"},
-                       {"metadata", "uid"},
-                       {"metadata", "resourceVersion"},
-                       {"metadata", "deletionTimestamp"},
-                       {"spec", "domain", "devices", "interfaces"},
-                       {"status", "phase"},
-                       {"status", "interfaces"},
-                       {"status", "phaseTransitionTimestamps"},
-                       {"status", "conditions"}});
+const kube::FieldMask& VmiFields() {
+  static const kube::FieldMask mask({{"metadata", "name"},
+                                     {"metadata", "namespace"},
+                                     {"metadata", "uid"},
+                                     {"metadata", "resourceVersion"},
+                                     {"metadata", "deletionTimestamp"},
+                                     {"spec", "domain", "devices", "interfaces"},
+                                     {"status", "phase"},
+                                     {"status", "interfaces"},
+                                     {"status", "phaseTransitionTimestamps"},
+                                     {"status", "conditions"}});
+  return mask;
 }
 
 std::vector<std::string> VmiAddresses(const kube::Object& vmi) {

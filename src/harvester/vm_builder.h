@@ -29,6 +29,7 @@
 #include "api/harvester_machine.h"
 #include "harvester/failure_domains.h"
 #include "harvester/naming.h"
+#include "kube/field_mask.h"
 #include "kube/object.h"
 #include "kube/status.h"
 
@@ -117,15 +118,15 @@ std::string CloudInitSecretOf(const kube::Object& vm);
 // pod-network addresses that are not the machine's.
 std::vector<std::string> VmiAddresses(const kube::Object& vmi);
 
-// What a cache of Harvester VMs / VMIs keeps (informer transforms): exactly
+// What a cache of Harvester VMs / VMIs keeps (its informer's mask): exactly
 // the fields the readers above and the machine planner's views read (a VM's
 // cached metadata, volumes, printable status, readiness and conditions; a
 // VMI's name, uid and resourceVersion, interfaces, phase, phase transitions
 // and conditions: its labels and annotations, KubeVirt's and Harvester's,
 // are never read, an event on it maps through the VM of its name). A VM's domain, affinity and
 // networks are what CAPHV wrote and are never read back.
-void CompactVm(kube::Object& vm);
-void CompactVmi(kube::Object& vmi);
+const kube::FieldMask& VmFields();
+const kube::FieldMask& VmiFields();
 
 // Quantity text as Kubernetes canonicalises an integer of bytes ("4Gi",
 // "100Mi", "2863311530") or of milli-cores ("2", "125m").

@@ -147,9 +147,7 @@ StatusOr<ObjectList> Client::List(const GroupVersionResource& gvr, std::string_v
     if (each) each(item);
     list.items.push_back(std::move(item));
   };
-  const JsonPath leave_out =
-      options.without_managed_fields ? JsonPath(kListItemsManagedFields) : JsonPath();
-  Object rest = ParseUntrustedList(text, take, nullptr, leave_out);
+  Object rest = ParseUntrustedList(text, take, nullptr, options.keep);
   if (rest.is_discarded() || !rest.is_object()) return NotJson("GET", path);
   if (auto m = rest.find("metadata"); m != rest.end() && m->is_object()) {
     list.resource_version = m->value("resourceVersion", "");
@@ -211,16 +209,20 @@ Status Client::Watch(const GroupVersionResource& gvr, std::string_view ns,
     q += "&timeoutSeconds=" + std::to_string(options.timeout_seconds);
 
   Status decode_error;
-  const JsonPath leave_out =
-      options.without_managed_fields ? JsonPath(kWatchEventManagedFields) : JsonPath();
   auto on_line = [&](std::string_view line) {
-    auto j = ParseUntrustedJson(line, nullptr, leave_out);
+    auto j = ParseUntrustedJson(line, nullptr, JsonKeep{kWatchEventObject, options.keep});
     if (j.is_discarded() || !j.is_object()) {
       decode_error = Status(StatusCode::kInternal, "undecodable watch event");
       return false;
     }
     WatchEvent ev;
     ev.type = EventType(j.value("type", ""));
+    // A bookmark's or an error's object is no object of the collection: the
+    // mask may leave out what it carries (a Status's code and reason).
+    if (options.keep != nullptr && ev.type != WatchEvent::Type::kAdded &&
+        ev.type != WatchEvent::Type::kModified && ev.type != WatchEvent::Type::kDeleted) {
+      j = ParseUntrustedJson(line);
+    }
     if (auto o = j.find("object"); o != j.end()) ev.object = std::move(*o);
     return handler(std::move(ev));
   };

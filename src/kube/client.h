@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "kube/config.h"
+#include "kube/field_mask.h"
 #include "kube/object.h"
 #include "kube/resource.h"
 #include "kube/status.h"
@@ -33,9 +34,10 @@ struct ListOptions {
   std::string resource_version_match;  // "", "NotOlderThan", "Exact"
   int64_t limit = 0;                   // 0 = no paging
   std::string continue_token;
-  // The items' metadata.managedFields are not decoded (not a query: the
-  // server sends them; an informer's cache never keeps them).
-  bool without_managed_fields = false;
+  // What is built of each item (not a query: the server sends everything;
+  // an informer's cache keeps a part, FieldMask::WithoutManagedFields() at
+  // most). Null: everything. Must outlive the call.
+  const FieldMask* keep = nullptr;
 };
 
 struct ObjectList {
@@ -50,8 +52,9 @@ struct WatchOptions {
   std::string field_selector;
   bool allow_bookmarks = true;
   int timeout_seconds = 0;  // server-side timeout; 0 = server default
-  // The objects' metadata.managedFields are not decoded (as for ListOptions).
-  bool without_managed_fields = false;
+  // What is built of the objects of ADDED, MODIFIED and DELETED events (as
+  // for ListOptions); BOOKMARK and ERROR events are built whole.
+  const FieldMask* keep = nullptr;
 };
 
 struct WatchEvent {

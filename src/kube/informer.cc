@@ -31,6 +31,7 @@ ReflectorOptions ToReflectorOptions(const InformerOptions& o) {
   r.backoff = o.backoff;
   r.clock = o.clock;
   r.list_gate = o.list_gate;
+  r.keep = o.keep;
   return r;
 }
 
@@ -212,8 +213,9 @@ void Informer::PrepareListed(Object& item) {
   if (store_.packed() && item.contains("kind")) item = Object::binary(Object::to_msgpack(item));
 }
 
-ObjectPtr Informer::Prepare(Object&& o) {
+ObjectPtr Informer::Prepare(Object&& o, bool written) {
   Compact(o);
+  if (written && options_.keep != nullptr) options_.keep->Apply(o);
   if (options_.transform) options_.transform(o);
   return std::make_shared<const Object>(std::move(o));
 }
@@ -348,7 +350,7 @@ bool Informer::RecordWrite(const Object& written) {
     const auto applied = ParseResourceVersion(applied_rv_);
     if (applied && *written_rv <= *applied) return false;
   }
-  ObjectPtr obj = Prepare(Object(written));
+  ObjectPtr obj = Prepare(Object(written), /*written=*/true);
   // The first unconfirmed write of a key remembers what handlers knew.
   unannounced_.try_emplace(key, cached);
   store_.Upsert(std::move(obj));

@@ -15,8 +15,9 @@
 //   - Periodic resync (resync_period > 0) re-delivers every cached object as
 //     on_update(obj, obj).
 //   - Every cached object loses its managedFields (CompactObject, or only
-//     DropManagedFields for a packed store) and then passes the optional
-//     `transform`.
+//     DropManagedFields for a packed store), keeps only what the optional
+//     `keep` mask keeps (built so by the parser; applied to a written object
+//     given to Written), and then passes the optional `transform`.
 //   - HasSynced() turns true once the first LIST reached the store and its
 //     handlers.
 //
@@ -75,7 +76,11 @@ struct InformerOptions {
   std::string label_selector;
   std::string field_selector;
   Clock::Duration resync_period = Clock::Duration::zero();  // zero = never
-  // Applied to each object after CompactObject, before it is cached.
+  // What the cache keeps of each object (the parser builds nothing else);
+  // default: everything but managedFields. Must outlive the informer.
+  const FieldMask* keep = nullptr;
+  // Applied to each object after CompactObject and `keep`, before it is
+  // cached.
   std::function<void(Object&)> transform;
   // Cache objects packed (see Store): for large collections read a few
   // objects at a time. A packed informer lists in pages of at most
@@ -153,7 +158,9 @@ class Informer final : private ReflectorSink {
   void Resync();
 
  private:
-  ObjectPtr Prepare(Object&& o);
+  // `written`: an object the parser did not build (Written's), which the
+  // `keep` mask is applied to.
+  ObjectPtr Prepare(Object&& o, bool written = false);
   void Compact(Object& o) const;
   void DispatchAdd(const ObjectPtr& obj, bool initial);
   void DispatchUpdate(const ObjectPtr& old_obj, const ObjectPtr& new_obj);

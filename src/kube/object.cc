@@ -50,41 +50,6 @@ const std::initializer_list<FieldPath> kCachedMetadata = {
 };
 
 namespace {
-
-// Moves the value at `path` of `from` into the same place of `to`.
-void MovePath(Object& from, Object& to, FieldPath path) {
-  Object* src = &from;
-  for (std::string_view key : path) {
-    if (!src->is_object()) return;
-    auto it = src->find(key);
-    if (it == src->end()) return;
-    src = &*it;
-  }
-  Object* dst = &to;
-  for (std::string_view key : path) {
-    if (dst->is_null()) *dst = Object::object();
-    dst = &(*dst)[std::string(key)];
-  }
-  *dst = std::move(*src);
-}
-
-}  // namespace
-
-void KeepOnly(Object& o, std::initializer_list<FieldPath> first,
-              std::initializer_list<FieldPath> more) {
-  if (!o.is_object()) return;
-  Object out = Object::object();
-  MovePath(o, out, {"apiVersion"});
-  MovePath(o, out, {"kind"});
-  for (const auto& group : {first, more}) {
-    for (FieldPath path : group) MovePath(o, out, path);
-  }
-  o = std::move(out);
-}
-
-void KeepOnly(Object& o, std::initializer_list<FieldPath> paths) { KeepOnly(o, paths, {}); }
-
-namespace {
 // Whether `x` and `y` hold the same keys with the same values, but for the
 // keys of `skip`.
 bool SameOutside(const Object& x, const Object& y, std::initializer_list<std::string_view> skip) {

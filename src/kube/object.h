@@ -34,18 +34,10 @@ std::string KeyOf(const Object& o);
 // A path of object keys into an Object ({"metadata", "labels"}).
 using FieldPath = std::initializer_list<std::string_view>;
 
-// The metadata every cached object keeps (KeepOnly callers list it first):
+// The metadata every cached object keeps (FieldMasks list it first):
 // name, namespace, uid, resourceVersion, generation, creationTimestamp,
 // deletionTimestamp, labels, annotations, finalizers, ownerReferences.
 extern const std::initializer_list<FieldPath> kCachedMetadata;
-
-// Keeps only the fields at `paths` (and apiVersion, kind), moving them out of
-// `o`: the projection an informer's transform makes so that its cache holds
-// what its readers read and nothing else. Absent paths are skipped; no path
-// may be a prefix of another.
-void KeepOnly(Object& o, std::initializer_list<FieldPath> paths);
-void KeepOnly(Object& o, std::initializer_list<FieldPath> first,
-              std::initializer_list<FieldPath> more);
 
 // Whether two versions of an object are the same but for the top-level keys
 // of `skip` (which names "metadata") and, within metadata, its

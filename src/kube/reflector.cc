@@ -95,7 +95,7 @@ Status Reflector::ListOnce(std::string& relist_rv, const std::stop_token& stop) 
   lo.label_selector = options_.label_selector;
   lo.field_selector = options_.field_selector;
   lo.resource_version = relist_rv;
-  lo.without_managed_fields = true;
+  lo.keep = Keep();
   auto prepare = [this](Object& item) { sink_.PrepareListed(item); };
   StatusOr<ObjectList> list =
       client_->ListAll(options_.gvr, options_.ns, lo, options_.page_size, prepare);
@@ -126,7 +126,7 @@ Reflector::WatchOutcome Reflector::WatchOnce(const std::stop_token& stop) {
   wo.field_selector = options_.field_selector;
   wo.allow_bookmarks = true;
   wo.timeout_seconds = RandomWatchTimeout();
-  wo.without_managed_fields = true;
+  wo.keep = Keep();
   {
     std::lock_guard<std::mutex> g(mu_);
     ++counters_.watches;

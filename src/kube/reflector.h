@@ -123,6 +123,9 @@ struct ReflectorOptions {
   Clock* clock = nullptr;  // default: Clock::Real()
   // Whose turn it is to LIST; default: ListGate::Process().
   ListGate* list_gate = nullptr;
+  // What is built of each object listed or watched; default: everything
+  // but metadata.managedFields. Must outlive the reflector.
+  const FieldMask* keep = nullptr;
 };
 
 class Reflector {
@@ -151,6 +154,9 @@ class Reflector {
   Status ListOnce(std::string& relist_rv, const std::stop_token& stop);
   WatchOutcome WatchOnce(const std::stop_token& stop);
   void SetLastResourceVersion(std::string rv);
+  const FieldMask* Keep() const {
+    return options_.keep != nullptr ? options_.keep : &FieldMask::WithoutManagedFields();
+  }
 
   std::shared_ptr<Client> client_;
   const ReflectorOptions options_;

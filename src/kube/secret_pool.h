@@ -33,6 +33,7 @@
 #include <utility>
 
 #include "kube/connection_pool.h"
+#include "kube/field_mask.h"
 #include "kube/informer.h"
 #include "kube/object.h"
 
@@ -47,14 +48,15 @@ struct PoolAnswer {
   std::chrono::milliseconds retry_after{0};  // failed: until the next attempt; 0 while building
 };
 
-// The transform of the Secret informer a SecretPool reads: a Secret's key
-// and resourceVersion are all the pool and its users read of it. Its data,
-// labels, annotations and owner references are never kept in memory.
-inline void CompactPoolSecret(Object& secret) {
-  KeepOnly(secret, {{"metadata", "name"},
-                    {"metadata", "namespace"},
-                    {"metadata", "uid"},
-                    {"metadata", "resourceVersion"}});
+// The mask of the Secret informer a SecretPool reads: a Secret's key and
+// resourceVersion are all the pool and its users read of it. Its data,
+// labels, annotations and owner references are never built in memory.
+inline const FieldMask& PoolSecretFields() {
+  static const FieldMask mask({{"metadata", "name"},
+                               {"metadata", "namespace"},
+                               {"metadata", "uid"},
+                               {"metadata", "resourceVersion"}});
+  return mask;
 }
 
 template <typename T>

@@ -11,9 +11,9 @@ namespace {
 
 // Builds a parsed document from nlohmann's SAX events, as its own DOM parser
 // does, except that it stops at kMaxJsonDepth (so no pre-scan is needed: the
-// SAX parser itself does not recurse), builds nothing for the value at
-// `leave_out`, and, given `items`, hands each object of the root's "items"
-// array over instead of keeping it.
+// SAX parser itself does not recurse), builds only what `keep` keeps of the
+// values at keep.at, and, given `items`, hands each object of the root's
+// "items" array over instead of keeping it.
 class BoundedDom {
  public:
   using number_integer_t = Object::number_integer_t;
@@ -22,8 +22,8 @@ class BoundedDom {
   using string_t = Object::string_t;
   using binary_t = Object::binary_t;
 
-  BoundedDom(JsonPath leave_out, const std::function<void(Object&&)>* items)
-      : leave_out_(leave_out), items_(items) {}
+  BoundedDom(JsonKeep keep, const std::function<void(Object&&)>* items)
+      : keep_(keep), items_(items) {}
 
   bool null() { return Add(nullptr); }
   bool boolean(bool v) { return Add(v); }
@@ -41,8 +41,8 @@ class BoundedDom {
     if (skipping_ > 0) return true;
     const Frame& f = stack_.back();
     next_is_items_ = items_ != nullptr && stack_.size() == 1 && k == "items";
-    next_matched_ = MatchBelow(f, k);
-    key_ = std::move(k);
+    next_ = Below(f, k);
+    if (next_.kept) key_ = std::move(k);
     return true;
   }
 
@@ -59,32 +59,51 @@ class BoundedDom {
 
   struct Frame {
     Object* value;
-    uint16_t matched;  // leading elements of leave_out_ the path to it matches
-    bool items;        // the root's "items" array, its objects handed over
+    uint16_t matched;       // leading elements of keep.at the path to it matches
+    bool items;             // the root's "items" array, its objects handed over
+    bool drop_if_empty;     // a masked object left out when none of its members is kept
+    const FieldMask* mask;  // what its members keep; null: everything
+    std::string key;        // its key in its parent, when drop_if_empty
   };
 
-  // How much of leave_out_ the path to the value about to be added matches;
-  // leave_out_.size() when it is the value to leave out.
-  uint16_t MatchOfNext() const {
-    if (stack_.empty()) return 0;
-    const Frame& f = stack_.back();
-    if (f.value->is_object()) return next_matched_;
-    return MatchBelow(f, "*");
-  }
+  // What becomes of the value about to be read.
+  struct Next {
+    uint16_t matched = kNoMatch;
+    bool kept = true;
+    const FieldMask* mask = nullptr;  // null: built whole (but for keep.at below it)
+    bool root = false;                // a value at keep.at: the mask's root
+  };
 
-  // How much of the left-out path a member of `f` named `element` (a key,
-  // or "*" for an array element) has matched: one more element than `f`
-  // when the path continues with `element`, else kNoMatch.
-  uint16_t MatchBelow(const Frame& f, std::string_view element) const {
-    if (f.matched == kNoMatch || f.matched >= leave_out_.size() ||
-        leave_out_[f.matched] != element) {
-      return kNoMatch;
+  Next Prefixed(uint16_t matched) const {
+    Next n;
+    n.matched = matched;
+    if (keep_.mask != nullptr && matched == keep_.at.size()) {
+      n.mask = keep_.mask;
+      n.root = true;
     }
-    return static_cast<uint16_t>(f.matched + 1);
+    return n;
   }
 
-  bool LeftOut(uint16_t matched) const {
-    return !leave_out_.empty() && matched == leave_out_.size();
+  // The member of `f` named `element` (a key, or "*" for an array element).
+  Next Below(const Frame& f, std::string_view element) const {
+    if (f.mask != nullptr) {
+      const FieldMask::Fate fate = f.mask->Member(element);
+      Next n;
+      n.kept = fate.kept;
+      n.mask = fate.mask;
+      return n;
+    }
+    if (f.matched == kNoMatch || f.matched >= keep_.at.size() || keep_.at[f.matched] != element) {
+      return Next{};
+    }
+    return Prefixed(static_cast<uint16_t>(f.matched + 1));
+  }
+
+  Next NextValue() const {
+    if (stack_.empty()) return Prefixed(0);
+    const Frame& f = stack_.back();
+    if (f.value->is_object()) return next_;
+    return Below(f, "*");
   }
 
   // Where the next value goes: the root, the end of the open array, or the
@@ -102,10 +121,21 @@ class BoundedDom {
 
   template <typename T>
   bool Add(T&& v) {
-    if (skipping_ > 0 || LeftOut(MatchOfNext())) return true;
+    if (skipping_ > 0) return true;
     // The "items" array keeps nothing but its objects.
     if (!stack_.empty() && stack_.back().items) return true;
+    const Next n = NextValue();
+    if (!n.kept) return true;
+    // A mask that keeps only some members of an object keeps no scalar.
+    if (n.mask != nullptr && !n.root && n.mask->keeps_only()) return LeaveOut();
     *Slot() = Object(std::forward<T>(v));
+    return true;
+  }
+
+  // Leaves out the value of the pending key, and one read before it under
+  // the same key: the last of duplicate keys wins, as in a whole parse.
+  bool LeaveOut() {
+    if (!stack_.empty() && stack_.back().value->is_object()) stack_.back().value->erase(key_);
     return true;
   }
 
@@ -119,16 +149,20 @@ class BoundedDom {
       ++skipping_;
       return true;
     }
-    const uint16_t matched = MatchOfNext();
+    const Next n = NextValue();
     const bool in_items = !stack_.empty() && stack_.back().items;
-    if (LeftOut(matched) || (in_items && type != Object::value_t::object)) {
+    const bool object = type == Object::value_t::object;
+    const bool filtered = n.mask != nullptr && !n.root && n.mask->keeps_only();
+    // Masks do not look into arrays: an array is kept whole or left out.
+    if (!n.kept || (in_items && !object) || (filtered && !object)) {
       skipping_ = 1;
-      return true;
+      return filtered ? LeaveOut() : true;
     }
-    const bool items = next_is_items_ && type == Object::value_t::array && stack_.size() == 1;
+    const bool items = next_is_items_ && !object && stack_.size() == 1;
+    std::string key = filtered ? key_ : std::string();
     Object* slot = Slot();
     *slot = Object(type);
-    stack_.push_back({slot, matched, items});
+    stack_.push_back({slot, n.matched, items, filtered, object ? n.mask : nullptr, std::move(key)});
     return true;
   }
 
@@ -137,27 +171,31 @@ class BoundedDom {
       --skipping_;
       return true;
     }
-    const Frame done = stack_.back();
+    Frame done = std::move(stack_.back());
     stack_.pop_back();
-    if (!stack_.empty() && stack_.back().items) (*items_)(std::move(*done.value));
+    if (!stack_.empty() && stack_.back().items) {
+      (*items_)(std::move(*done.value));
+    } else if (done.drop_if_empty && done.value->empty()) {
+      stack_.back().value->erase(done.key);
+    }
     return true;
   }
 
-  JsonPath leave_out_;
+  JsonKeep keep_;
   const std::function<void(Object&&)>* items_;
   Object root_;
   Object item_;  // the "items" element being built
   std::vector<Frame> stack_;
   std::string key_;
-  uint16_t next_matched_ = kNoMatch;
+  Next next_;
   bool next_is_items_ = false;
   int skipping_ = 0;  // open containers of a value left out
   bool too_deep_ = false;
 };
 
-Object Parse(std::string_view text, bool* too_deep, JsonPath leave_out,
+Object Parse(std::string_view text, bool* too_deep, JsonKeep keep,
              const std::function<void(Object&&)>* items) {
-  BoundedDom dom(leave_out, items);
+  BoundedDom dom(keep, items);
   const bool ok = Object::sax_parse(text, &dom, nlohmann::detail::input_format_t::json,
                                     /*strict=*/true);
   if (too_deep != nullptr) *too_deep = dom.too_deep();
@@ -189,13 +227,13 @@ bool JsonNestsDeeperThan(std::string_view text, int max_depth) {
   return false;
 }
 
-Object ParseUntrustedJson(std::string_view text, bool* too_deep, JsonPath leave_out) {
-  return Parse(text, too_deep, leave_out, nullptr);
+Object ParseUntrustedJson(std::string_view text, bool* too_deep, JsonKeep keep) {
+  return Parse(text, too_deep, keep, nullptr);
 }
 
 Object ParseUntrustedList(std::string_view text, const std::function<void(Object&&)>& item,
-                          bool* too_deep, JsonPath leave_out) {
-  return Parse(text, too_deep, leave_out, &item);
+                          bool* too_deep, const FieldMask* item_mask) {
+  return Parse(text, too_deep, JsonKeep{kListItems, item_mask}, &item);
 }
 
 }  // namespace caphv::kube

@@ -13,6 +13,7 @@
 #include <span>
 #include <string_view>
 
+#include "kube/field_mask.h"
 #include "kube/object.h"
 
 namespace caphv::kube {
@@ -27,25 +28,28 @@ inline constexpr int kMaxJsonDepth = 512;
 // the decode benchmark's baseline (bench/cache_bench.cc) compare against.
 bool JsonNestsDeeperThan(std::string_view text, int max_depth);
 
-// A path of object keys from a document's root to a value a parse leaves
-// out; "*" stands for any element of an array. Empty: nothing left out.
+// A path of object keys from a document's root; "*" stands for any element
+// of an array.
 using JsonPath = std::span<const std::string_view>;
 
-// metadata.managedFields of a watch event's object, and of a list's items:
-// what an informer's cache never keeps (CompactObject), left out as they are
-// read instead of built and then dropped (about half of a VM's or a
-// Machine's JSON).
-inline constexpr std::string_view kWatchEventManagedFields[] = {"object", "metadata",
-                                                                "managedFields"};
-inline constexpr std::string_view kListItemsManagedFields[] = {"items", "*", "metadata",
-                                                               "managedFields"};
+// Where the objects of a watch event and of a list page are.
+inline constexpr std::string_view kWatchEventObject[] = {"object"};
+inline constexpr std::string_view kListItems[] = {"items", "*"};
+
+// What a parse builds of the values at `at` (every value there, the root
+// when `at` is empty): only what `mask` keeps (kube/field_mask.h); the rest
+// is read and never built. A null mask keeps everything. The mask must
+// outlive the parse.
+struct JsonKeep {
+  JsonPath at;
+  const FieldMask* mask = nullptr;
+};
 
 // Parses a JSON document from outside: a discarded value (is_discarded())
 // when it is not JSON or nests deeper than kMaxJsonDepth; `*too_deep` (if
-// given) says which. The value at `leave_out` (if it is there) is not built.
-// The parse itself does not recurse: it stops at the first value deeper
-// than kMaxJsonDepth.
-Object ParseUntrustedJson(std::string_view text, bool* too_deep = nullptr, JsonPath leave_out = {});
+// given) says which. Builds only what `keep` keeps. The parse itself does
+// not recurse: it stops at the first value deeper than kMaxJsonDepth.
+Object ParseUntrustedJson(std::string_view text, bool* too_deep = nullptr, JsonKeep keep = {});
 
 // Parses a collection from outside (an apiserver's "...List" answer) one
 // item at a time: each object of the top-level "items" array is handed to
@@ -54,9 +58,9 @@ Object ParseUntrustedJson(std::string_view text, bool* too_deep = nullptr, JsonP
 // beside what the caller keeps of it. Returns the rest of the document
 // (kind, metadata, an empty "items"), or a discarded value as
 // ParseUntrustedJson does; items already handed over stay handed over.
-// Elements of "items" that are not objects are dropped; `leave_out` as for
-// ParseUntrustedJson, from the list's root (kListItemsManagedFields).
+// Elements of "items" that are not objects are dropped; each item keeps only
+// what `item_mask` keeps (everything when null).
 Object ParseUntrustedList(std::string_view text, const std::function<void(Object&&)>& item,
-                          bool* too_deep = nullptr, JsonPath leave_out = {});
+                          bool* too_deep = nullptr, const FieldMask* item_mask = nullptr);
 
 }  // namespace caphv::kube

@@ -31,19 +31,20 @@ kube::PoolOptions Options(kube::Clock* clock) {
 
 }  // namespace
 
-void CompactNode(kube::Object& node) {
-  kube::KeepOnly(node, {{"metadata", "name"},
-                        {"metadata", "uid"},
-                        {"metadata", "resourceVersion"},
-                        {"metadata", "creationTimestamp"},
-                        {"metadata", "deletionTimestamp"},
-                        {"metadata", "finalizers"},
-                        {"metadata", "labels", kEtcdRoleLabel},
-                        {"metadata", "annotations", kEtcdNodeNameAnnotation},
-                        {"metadata", "annotations", kEtcdRemoveAnnotation},
-                        {"metadata", "annotations", kEtcdRemovedNodeNameAnnotation},
-                        {"spec", "providerID"},
-                        {"spec", "taints"}});
+const kube::FieldMask& NodeFields() {
+  static const kube::FieldMask mask({{"metadata", "name"},
+                                     {"metadata", "uid"},
+                                     {"metadata", "resourceVersion"},
+                                     {"metadata", "creationTimestamp"},
+                                     {"metadata", "deletionTimestamp"},
+                                     {"metadata", "finalizers"},
+                                     {"metadata", "labels", kEtcdRoleLabel},
+                                     {"metadata", "annotations", kEtcdNodeNameAnnotation},
+                                     {"metadata", "annotations", kEtcdRemoveAnnotation},
+                                     {"metadata", "annotations", kEtcdRemovedNodeNameAnnotation},
+                                     {"spec", "providerID"},
+                                     {"spec", "taints"}});
+  return mask;
 }
 
 kube::StatusOr<std::string> KubeconfigOf(const kube::Object& secret) {
@@ -77,9 +78,9 @@ WorkloadCluster::WorkloadCluster(std::shared_ptr<kube::Client> client, std::stri
     : client_(std::move(client)), kubeconfig_(std::move(kubeconfig)) {
   kube::InformerOptions o;
   o.gvr = kube::resources::kNodes;
-  o.transform = CompactNode;
+  o.keep = &NodeFields();
   o.packed = true;  // a Node per machine
-  // A heartbeat or any other change to what CompactNode leaves out is
+  // A heartbeat or any other change to what NodeFields() leaves out is
   // nothing the reconcilers read.
   o.drop_unchanged_updates = true;
   nodes_ = std::make_shared<kube::Informer>(client_, std::move(o));

@@ -5,7 +5,7 @@
 // that its Node registered without polling).
 //
 // WorkloadCluster: a kube::Client for one workload cluster plus an informer
-// over its Nodes. The Node cache keeps only what CAPHV reads (CompactNode). Every Node event (add,
+// over its Nodes. The Node cache keeps only what CAPHV reads (NodeFields()). Every Node event (add,
 // including the initial list, update and delete) calls `on_node(node name)`.
 //
 // WorkloadClusters: one WorkloadCluster per CAPI Cluster ("<ns>/<cluster>"),
@@ -50,6 +50,7 @@
 #include "kube/client.h"
 #include "kube/clock.h"
 #include "kube/controller.h"
+#include "kube/field_mask.h"
 #include "kube/informer.h"
 #include "kube/secret_pool.h"
 #include "kube/status.h"
@@ -60,12 +61,12 @@ namespace caphv::workload {
 inline constexpr std::chrono::seconds kWorkloadConnectTimeout{5};
 inline constexpr std::chrono::seconds kWorkloadRequestTimeout{20};
 
-// Keeps of a Node what CAPHV reads (node initialisation, etcd membership):
+// What the Node cache keeps of a Node: what CAPHV reads (node initialisation, etcd membership):
 // its name, uid, resourceVersion, deletionTimestamp and finalizers, the
 // etcd role label and RKE2's three etcd annotations, spec.providerID and
 // spec.taints. Its status, and the labels and annotations the kubelet, RKE2
 // and others write, are dropped: they are most of a Node.
-void CompactNode(kube::Object& node);
+const kube::FieldMask& NodeFields();
 
 // The kubeconfig in a `<cluster>-kubeconfig` Secret (data.value, base64);
 // InvalidArgument when absent or undecodable.

@@ -290,30 +290,46 @@ TEST_F(ClientTest, WatchDeliversEventsFromAResourceVersion) {
 }
 
 // What an informer asks for: the objects without metadata.managedFields,
-// which the apiserver always sends (an informer's cache never keeps them).
-TEST_F(ClientTest, ListAndWatchLeaveManagedFieldsOutWhenAsked) {
+// which the apiserver always sends (an informer's cache never keeps them),
+// or only the fields its mask keeps.
+TEST_F(ClientTest, ListAndWatchBuildOnlyWhatTheirMaskKeeps) {
+  static const FieldMask kSize({{"metadata", "name"},
+                                {"metadata", "resourceVersion"},
+                                {"metadata", "absent"},
+                                {"spec", "size"}});
   ScopedNamespace ns(client_, "managed-fields");
   ASSERT_TRUE(client_->Create(kGadgets, ns.name(), Gadget("m1", 1)).ok());
   auto whole = client_->List(kGadgets, ns.name());
   ASSERT_TRUE(whole.ok()) << whole.status().ToString();
   ASSERT_EQ(whole->items.size(), 1u);
   EXPECT_TRUE(whole->items[0]["metadata"].contains("managedFields"));
-  auto lean = client_->List(kGadgets, ns.name(), {.without_managed_fields = true});
+  auto lean = client_->List(kGadgets, ns.name(), {.keep = &FieldMask::WithoutManagedFields()});
   ASSERT_TRUE(lean.ok()) << lean.status().ToString();
   ASSERT_EQ(lean->items.size(), 1u);
   Object expected = whole->items[0];
   expected["metadata"].erase("managedFields");
   EXPECT_EQ(lean->items[0], expected);
+  auto masked = client_->List(kGadgets, ns.name(), {.keep = &kSize});
+  ASSERT_TRUE(masked.ok()) << masked.status().ToString();
+  ASSERT_EQ(masked->items.size(), 1u);
+  // The list's items get their apiVersion and kind back, as a mask keeps.
+  expected = whole->items[0];
+  kSize.Apply(expected);
+  EXPECT_EQ(masked->items[0], expected);
+  EXPECT_EQ(masked->items[0]["kind"], "Gadget");
+  EXPECT_FALSE(masked->items[0]["metadata"].contains("uid"));
+  EXPECT_FALSE(masked->items[0]["metadata"].contains("creationTimestamp"));
 
-  // Two watches from the same point, one of them lean.
+  // Three watches from the same point: whole, lean, masked.
   std::mutex mu;
-  std::vector<Object> seen[2];
+  std::vector<Object> seen[3];
   std::stop_source stop;
   std::vector<std::thread> watchers;
-  for (int i = 0; i < 2; ++i) {
+  for (int i = 0; i < 3; ++i) {
     watchers.emplace_back([&, i] {
       WatchOptions o{.resource_version = whole->resource_version};
-      o.without_managed_fields = i == 1;
+      if (i == 1) o.keep = &FieldMask::WithoutManagedFields();
+      if (i == 2) o.keep = &kSize;
       Status s = client_->Watch(
           kGadgets, ns.name(), o,
           [&](WatchEvent&& ev) {
@@ -330,7 +346,7 @@ TEST_F(ClientTest, ListAndWatchLeaveManagedFieldsOutWhenAsked) {
       client_->Patch(kGadgets, ns.name(), "m1", PatchType::kMerge, {{"spec", {{"size", 2}}}}).ok());
   EXPECT_TRUE(Eventually([&] {
     std::lock_guard lock(mu);
-    return !seen[0].empty() && !seen[1].empty();
+    return !seen[0].empty() && !seen[1].empty() && !seen[2].empty();
   }));
   stop.request_stop();
   for (auto& w : watchers) w.join();
@@ -341,6 +357,10 @@ TEST_F(ClientTest, ListAndWatchLeaveManagedFieldsOutWhenAsked) {
   lean_event["metadata"].erase("managedFields");
   EXPECT_EQ(seen[1][0], lean_event);
   EXPECT_EQ(seen[1][0]["spec"]["size"], 2);
+  Object masked_event = seen[0][0];
+  kSize.Apply(masked_event);
+  EXPECT_EQ(seen[2][0], masked_event);
+  EXPECT_EQ(seen[2][0]["spec"], Object({{"size", 2}}));
 }
 
 TEST_F(ClientTest, UnreachableServerIsUnavailableAndBadTokenUnauthorized) {

@@ -185,7 +185,7 @@ TEST_F(WorkloadClustersTest, WaitsForTheSecretThenWatchesNodes) {
       },
       seconds(30)));
   ASSERT_NE(cached, nullptr);
-  // The cache keeps what CAPHV reads of a Node (CompactNode), not its status.
+  // The cache keeps what CAPHV reads of a Node (NodeFields()), not its status.
   EXPECT_EQ((*cached)["spec"]["providerID"], "harvester://" + node);
   EXPECT_FALSE(cached->contains("status"));
 

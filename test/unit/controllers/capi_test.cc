@@ -129,7 +129,7 @@ TEST(CapiTest, ACompactMachineKeepsWhatIsReadAndDropsTheRest) {
              "status": {"nodeRef": {"name": "n"}, "deprecated": {"v1beta1": {"conditions": []}}}})"}) {
     const Object machine = Object::parse(json);
     Object compact = machine;
-    CompactMachine(compact);
+    MachineFields().Apply(compact);
     EXPECT_EQ(BootstrapDataSecretName(compact), BootstrapDataSecretName(machine));
     EXPECT_EQ(IsPaused(nullptr, compact), IsPaused(nullptr, machine));
     EXPECT_EQ(IsDeleting(compact), IsDeleting(machine));

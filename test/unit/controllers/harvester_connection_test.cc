@@ -29,7 +29,7 @@ TEST(CompactPvcTest, KeepsOnlyTheMetadataRead) {
                   {"ownerReferences", Object::array({{{"name", "vm"}}})}}},
                 {"spec", {{"storageClassName", "longhorn"}}},
                 {"status", {{"phase", "Bound"}}}};
-  CompactPvc(pvc);
+  PvcFields().Apply(pvc);
   const Object& m = pvc["metadata"];
   for (const char* k : {"name", "namespace", "uid", "resourceVersion", "labels", "annotations",
                         "deletionTimestamp"}) {
@@ -49,7 +49,7 @@ TEST(CompactHostTest, KeepsTheNameAndZoneOnly) {
         "labels": {"topology.kubernetes.io/zone": "zone-a", "kubernetes.io/os": "linux"},
         "annotations": {"a": "b"}},
       "spec": {"podCIDR": "10.52.0.0/24"}, "status": {"capacity": {"cpu": "64"}}})");
-  CompactHost(node);
+  HostFields().Apply(node);
   EXPECT_EQ(node, kube::Object::parse(R"({"apiVersion": "v1", "kind": "Node",
       "metadata": {"name": "h1", "resourceVersion": "7",
       "labels": {"topology.kubernetes.io/zone": "zone-a"}}})"));

@@ -416,7 +416,7 @@ TEST(VmiAddressesTest, NoAgentNoAddress) {
   EXPECT_TRUE(VmiAddresses(kube::Object::object()).empty());
 }
 
-// The cache keeps a VM as CompactVm leaves it: every reader still gives what
+// The cache keeps a VM as VmFields() leaves it: every reader still gives what
 // it gives on the whole VM, and what CAPHV wrote and never reads is gone.
 TEST(CompactVmTest, TheReadersReadTheSameFromTheCompactVm) {
   Object vm = Build(ControlPlaneInputs());
@@ -427,7 +427,7 @@ TEST(CompactVmTest, TheReadersReadTheSameFromTheCompactVm) {
       "conditions": [{"type": "Ready", "status": "True"}],
       "volumeSnapshotStatuses": [{"name": "disk-0", "enabled": false}]})");
   Object compact = vm;
-  CompactVm(compact);
+  VmFields().Apply(compact);
   EXPECT_EQ(CloudInitSecretOf(compact), CloudInitSecretOf(vm));
   EXPECT_FALSE(CloudInitSecretOf(vm).empty());
   EXPECT_EQ(PvcNamesOf(compact), PvcNamesOf(vm));
@@ -456,7 +456,7 @@ TEST(CompactVmTest, AVmiKeepsItsAddressesPhaseAndRunningSince) {
       "conditions": [{"type": "Ready", "status": "True"}],
       "volumeStatus": [{"name": "disk-0", "target": "vda"}]}})");
   Object compact = vmi;
-  CompactVmi(compact);
+  VmiFields().Apply(compact);
   EXPECT_EQ(VmiAddresses(compact), VmiAddresses(vmi));
   EXPECT_EQ(VmiAddresses(vmi), std::vector<std::string>{"10.9.0.7"});
   EXPECT_EQ(compact["status"]["phase"], "Running");

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "kube/field_mask.h"
 #include "kube/log.h"
 
 namespace caphv::kube {
@@ -164,10 +165,11 @@ TEST_P(InformerTest, UpdatesThatChangeNothingCachedAreStoredButNotAnnounced) {
   InformerOptions o = Options();
   // What a transform keeps of a ConfigMap: its metadata and data.a.
   o.transform = [](Object& obj) {
-    KeepOnly(obj, {{"metadata", "name"},
-                   {"metadata", "namespace"},
-                   {"metadata", "resourceVersion"},
-                   {"data", "a"}});
+    static const FieldMask mask({{"metadata", "name"},
+                                 {"metadata", "namespace"},
+                                 {"metadata", "resourceVersion"},
+                                 {"data", "a"}});
+    mask.Apply(obj);
   };
   o.drop_unchanged_updates = true;
   Informer inf(nullptr, std::move(o));
@@ -239,6 +241,29 @@ TEST_P(InformerRecordWriteTest, NewerWriteIsCachedAtOnceAndAnnouncedByItsWatchEv
   EXPECT_EQ(r.log, (std::vector<std::string>{"update a@5->7"}));
   inf.Apply(Event(WatchEvent::Type::kModified, Cm("a", "8")));
   EXPECT_EQ(r.log.back(), "update a@7->8");
+}
+
+// The parser builds a watched or listed object as the informer's mask keeps
+// it; an object written by CAPHV gets the same projection before it is
+// cached.
+TEST_P(InformerRecordWriteTest, AWriteIsCachedAsTheMaskKeepsIt) {
+  static const FieldMask mask({{"metadata", "name"},
+                               {"metadata", "namespace"},
+                               {"metadata", "resourceVersion"},
+                               {"data", "a"}});
+  InformerOptions o = Options();
+  o.keep = &mask;
+  Informer inf(nullptr, std::move(o));
+  Relist(inf, {}, "5");
+  Object written = Cm("a", "7");
+  written["metadata"]["labels"] = {{"l", "v"}};
+  written["data"] = {{"a", "1"}, {"b", "2"}};
+  EXPECT_TRUE(inf.RecordWrite(written));
+  ObjectPtr cached = inf.store().Get("ns/a");
+  ASSERT_NE(cached, nullptr);
+  EXPECT_EQ(*cached, Object::parse(R"({"apiVersion": "v1", "kind": "ConfigMap",
+      "metadata": {"name": "a", "namespace": "ns", "resourceVersion": "7"},
+      "data": {"a": "1"}})"));
 }
 
 TEST_P(InformerRecordWriteTest, OlderOrEqualWriteIsIgnored) {

@@ -1,6 +1,6 @@
 // File: test/unit/kube/secret_pool_test.cc
 //
-// CompactPoolSecret: the Secret informer behind a SecretPool keeps a
+// PoolSecretFields(): the Secret informer behind a SecretPool keeps a
 // Secret's key and resourceVersion, which is all the pool and its users read
 // (KeyOf, ResourceVersionOf), and nothing of its content.
 
@@ -18,7 +18,7 @@ TEST(CompactPoolSecretTest, KeepsTheKeyAndVersionAndNothingOfTheContent) {
       "annotations": {"a": "b"}, "ownerReferences": [{"kind": "Cluster", "name": "c1"}]},
     "data": {"value": "c2VjcmV0"}, "stringData": {"x": "y"}})");
   const std::string key = KeyOf(secret);
-  CompactPoolSecret(secret);
+  PoolSecretFields().Apply(secret);
   EXPECT_EQ(KeyOf(secret), key);
   EXPECT_EQ(ResourceVersionOf(secret), "42");
   EXPECT_EQ(UidOf(secret), "u1");

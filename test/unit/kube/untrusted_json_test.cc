@@ -83,6 +83,8 @@ TEST(UntrustedJsonTest, BuildsWhatNlohmannsParserBuilds) {
   }
 }
 
+const JsonKeep kEventWithoutManagedFields{kWatchEventObject, &FieldMask::WithoutManagedFields()};
+
 TEST(UntrustedJsonTest, TheWatchedObjectsManagedFieldsAreLeftOut) {
   const std::string event = R"({"type": "MODIFIED",
       "metadata": {"managedFields": ["not the object's"]},
@@ -91,7 +93,7 @@ TEST(UntrustedJsonTest, TheWatchedObjectsManagedFieldsAreLeftOut) {
             "fieldsV1": {"f:spec": {"f:a": {}, "f:b": {".": {}}}}}],
           "labels": {"managedFields": "a label"}},
         "spec": {"metadata": {"managedFields": [1]}}}})";
-  Object parsed = ParseUntrustedJson(event, nullptr, kWatchEventManagedFields);
+  Object parsed = ParseUntrustedJson(event, nullptr, kEventWithoutManagedFields);
   Object expected = Object::parse(event);
   expected["object"]["metadata"].erase("managedFields");
   EXPECT_EQ(parsed, expected);
@@ -102,10 +104,10 @@ TEST(UntrustedJsonTest, TheWatchedObjectsManagedFieldsAreLeftOut) {
   // A value left out is still bounded and still has to be JSON.
   bool too_deep = false;
   const std::string deep = R"({"object": {"metadata": {"managedFields": )" + Nested(100000) + "}}}";
-  EXPECT_TRUE(ParseUntrustedJson(deep, &too_deep, kWatchEventManagedFields).is_discarded());
+  EXPECT_TRUE(ParseUntrustedJson(deep, &too_deep, kEventWithoutManagedFields).is_discarded());
   EXPECT_TRUE(too_deep);
   EXPECT_TRUE(ParseUntrustedJson(R"({"object": {"metadata": {"managedFields": [1,]}}})", &too_deep,
-                                 kWatchEventManagedFields)
+                                 kEventWithoutManagedFields)
                   .is_discarded());
   EXPECT_FALSE(too_deep);
 }
@@ -119,7 +121,7 @@ TEST(UntrustedJsonTest, ListItemsLeaveTheirManagedFieldsOut) {
   std::vector<Object> items;
   Object rest = ParseUntrustedList(
       page, [&](Object&& item) { items.push_back(std::move(item)); }, nullptr,
-      kListItemsManagedFields);
+      &FieldMask::WithoutManagedFields());
   ASSERT_EQ(items.size(), 2U);
   EXPECT_EQ(items[0], Object::parse(R"({"metadata": {"name": "a"}, "spec": {"n": 1}})"));
   EXPECT_EQ(items[1],

@@ -60,7 +60,7 @@ TEST(CompactNodeTest, KeepsWhatNodeInitAndEtcdMembershipRead) {
       "images": [{"names": ["big:1"], "sizeBytes": 1}]}})");
   const NodeView before = ViewOfNode(node);
   const EtcdNodeView etcd_before = ViewOfEtcdNode(node);
-  CompactNode(node);
+  NodeFields().Apply(node);
   // What the readers see is unchanged.
   const NodeView after = ViewOfNode(node);
   EXPECT_EQ(after.name, before.name);
@@ -88,7 +88,7 @@ TEST(CompactNodeTest, KeepsWhatNodeInitAndEtcdMembershipRead) {
 
 TEST(CompactNodeTest, NodeWithoutStatusStaysWithoutStatus) {
   Object node = {{"metadata", {{"name", "n1"}}}, {"spec", Object::object()}};
-  CompactNode(node);
+  NodeFields().Apply(node);
   EXPECT_FALSE(node.contains("status"));
   EXPECT_EQ(node["metadata"]["name"], "n1");
 }
