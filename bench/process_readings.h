@@ -121,6 +121,21 @@ inline std::optional<std::string> MetricsText(int metrics_port) {
   return text;
 }
 
+// The value of an unlabelled family (e.g. caphv_heap_in_use_bytes) in the
+// manager's Prometheus text; -1 when /metrics is unreachable or the family
+// absent (the Go provider, a sanitizer's heap).
+inline double UnlabelledMetric(int metrics_port, const std::string& family) {
+  const auto text = MetricsText(metrics_port);
+  if (!text) return -1;
+  std::istringstream lines(*text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.size() > family.size() && line.rfind(family, 0) == 0 && line[family.size()] == ' ') {
+      return std::atof(line.c_str() + family.size() + 1);
+    }
+  }
+  return -1;
+}
+
 // controller_runtime_reconcile_total{controller="<controller>",result=...}
 // from the manager's Prometheus text, by result ("success", "error",
 // "requeue", "requeue_after"); nullopt when /metrics is unreachable.

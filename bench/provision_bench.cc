@@ -27,7 +27,9 @@
 //   delete                delete the Cluster; time until no HarvesterMachine
 //                         is left and no VirtualMachine with the cluster's
 //                         label remains on Harvester; then
-//                         $CAPHV_BENCH_SETTLE_S (default 60) seconds of quiet.
+//                         $CAPHV_BENCH_SETTLE_S (default 120: past the 60 s sweep of
+//                         unused connections and the 90 s idle-connection
+//                         timeout) seconds of quiet.
 //   cleanup               stop the manager (SIGTERM), delete both namespaces
 //                         and wait (bounded, 2 min) until they are gone.
 //
@@ -65,7 +67,11 @@
 //   rss_deleted_MiB       VmRSS after deletion and the settle time,
 //   anon_start_MiB, anon_deleted_MiB  RssAnon (heap and stacks, without the
 //                         binary's and libraries' pages) at those two times,
-//   threads_start, threads_deleted  the manager's threads at those two times.
+//   threads_start, threads_deleted  the manager's threads at those two times,
+//   heap_start_MiB, heap_deleted_MiB  caphv_heap_in_use_bytes (malloc's bytes
+//                         in use) at those two times: what the manager still
+//                         holds, against RssAnon's freed pages kept and
+//                         stacks (-1 for the Go provider).
 // Printed after each run (lines starting with '#'): every request of the
 // manager per machine by apiserver, verb and resource, for provisioning,
 // restart and deletion; and the CPU each bed process used in each phase
@@ -187,6 +193,8 @@ class BedCpu {
   BenchClock::time_point start_;
 };
 
+constexpr const char* kHeapInUse = "caphv_heap_in_use_bytes";
+
 double ReconcileTotal(int metrics_port) {
   auto by_result = ReconcilesByResult(metrics_port, "harvestermachine");
   if (!by_result) return -1;
@@ -245,6 +253,7 @@ void BM_ProvisionAndDelete(benchmark::State& state) {
     const int64_t rss_start_kib = ResidentKiB(run.manager_pid());
     const int64_t anon_start_kib = ProcKiB(run.manager_pid(), "status", "RssAnon");
     const int64_t threads_start = ProcKiB(run.manager_pid(), "status", "Threads");
+    const double heap_start = UnlabelledMetric(run.metrics_port(), kHeapInUse);
     std::optional<ResidentSampler> sampler;
     sampler.emplace(run.manager_pid());
 
@@ -344,10 +353,11 @@ void BM_ProvisionAndDelete(benchmark::State& state) {
     bed_cpu->Print(label + " delete");
     const Audit::Totals delete_requests = audit->Sum();
     audit->Print(label + " delete", n);
-    std::this_thread::sleep_for(std::chrono::seconds(EnvInt("CAPHV_BENCH_SETTLE_S", 60)));
+    std::this_thread::sleep_for(std::chrono::seconds(EnvInt("CAPHV_BENCH_SETTLE_S", 120)));
     const int64_t rss_deleted_kib = ResidentKiB(run.manager_pid());
     const int64_t anon_deleted_kib = ProcKiB(run.manager_pid(), "status", "RssAnon");
     const int64_t threads_deleted = ProcKiB(run.manager_pid(), "status", "Threads");
+    const double heap_deleted = UnlabelledMetric(run.metrics_port(), kHeapInUse);
 
     state.SetIterationTime(provision_s);
     state.counters["machines"] = n;
@@ -364,6 +374,8 @@ void BM_ProvisionAndDelete(benchmark::State& state) {
     state.counters["anon_deleted_MiB"] = MiB(anon_deleted_kib);
     state.counters["threads_start"] = static_cast<double>(threads_start);
     state.counters["threads_deleted"] = static_cast<double>(threads_deleted);
+    state.counters["heap_start_MiB"] = heap_start < 0 ? -1 : heap_start / (1 << 20);
+    state.counters["heap_deleted_MiB"] = heap_deleted < 0 ? -1 : heap_deleted / (1 << 20);
     state.counters["restart_s"] = restart_s;
     state.counters["restart_writes"] = audit->available() ? restart_requests.writes : -1;
     state.counters["restart_reads"] = audit->available() ? restart_requests.reads : -1;

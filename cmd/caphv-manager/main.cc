@@ -128,6 +128,10 @@ int Main(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // glibc's per-thread caches keep freed memory no trim gives back; they are
+  // off unless GLIBC_TUNABLES sets them (kube/heap.h). Returns when the
+  // process already runs that way.
+  caphv::kube::ExecWithoutThreadCaches(argv);
   // Before the caches fill and threads start: the LIST bodies of a start-up
   // must not fragment the heap, and two arenas reuse each other's holes
   // (kube/heap.h).

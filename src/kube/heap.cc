@@ -5,12 +5,15 @@
 #include "kube/heap.h"
 
 #include <malloc.h>
+#include <unistd.h>
 
 #include <condition_variable>
 #include <cstdlib>
 #include <fstream>
 #include <mutex>
 #include <string>
+#include <string_view>
+#include <utility>
 
 #if defined(__SANITIZE_ADDRESS__)
 #define CAPHV_ASAN_HEAP 1
@@ -65,6 +68,37 @@ void LimitArenas(int arenas) {
 #endif
 }
 
+std::optional<std::string> TunablesWithoutThreadCaches(const char* current) {
+  constexpr std::string_view kOff = "glibc.malloc.tcache_count=0";
+  if (current == nullptr || *current == '\0') return std::string(kOff);
+  const std::string_view value(current);
+  if (value.find("glibc.malloc.tcache_count=") != std::string_view::npos) return std::nullopt;
+  return std::string(value) + ":" + std::string(kOff);
+}
+
+void ExecWithoutThreadCaches(char** argv) {
+#ifdef CAPHV_ASAN_HEAP
+  (void)argv;
+#else
+  // No other thread runs yet, so the environment may be read and written.
+  const char* current = std::getenv("GLIBC_TUNABLES");  // NOLINT(concurrency-mt-unsafe)
+  const std::optional<std::string> tunables = TunablesWithoutThreadCaches(current);
+  if (!tunables) return;
+  const std::optional<std::string> before =
+      current == nullptr ? std::nullopt : std::optional<std::string>(current);
+  const int set =
+      ::setenv("GLIBC_TUNABLES", tunables->c_str(), 1);  // NOLINT(concurrency-mt-unsafe)
+  if (set != 0) return;
+  ::execv("/proc/self/exe", argv);
+  // Still here: no /proc, or the binary is gone. Run as started.
+  if (before) {
+    ::setenv("GLIBC_TUNABLES", before->c_str(), 1);  // NOLINT(concurrency-mt-unsafe)
+  } else {
+    ::unsetenv("GLIBC_TUNABLES");  // NOLINT(concurrency-mt-unsafe)
+  }
+#endif
+}
+
 bool ReleaseFreeHeap() {
 #ifdef CAPHV_ASAN_HEAP
   return false;
@@ -77,9 +111,14 @@ bool HeapReleaser::Decide(const HeapStats& now) {
   const uint64_t unused = now.Unused();
   if (unused < floor_) floor_ = unused;  // given back (or reused) since
   if (now.in_use_bytes > peak_in_use_) peak_in_use_ = now.in_use_bytes;
+  const uint64_t previous = std::exchange(last_in_use_, now.in_use_bytes);
   if (unused < options_.min_unused) return false;
-  return unused >= floor_ + options_.min_growth ||
-         peak_in_use_ - now.in_use_bytes >= options_.min_growth;
+  const uint64_t fall = peak_in_use_ - now.in_use_bytes;
+  const uint64_t change =
+      now.in_use_bytes > previous ? now.in_use_bytes - previous : previous - now.in_use_bytes;
+  const bool quiet = change <= options_.quiet_change;
+  return unused >= floor_ + options_.min_growth || fall >= options_.min_growth ||
+         (quiet && fall >= options_.min_quiet_fall);
 }
 
 void HeapReleaser::Run(std::stop_token stop, const log::Logger& logger,

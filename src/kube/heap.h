@@ -22,7 +22,10 @@
 //                               grown by `min_growth` above what was left
 //                               after the last release (or the lowest seen
 //                               since), or the memory in use has fallen by
-//                               `min_growth` from its highest since then.
+//                               `min_growth` from its highest since then,
+//                               or by `min_quiet_fall` once it is quiet
+//                               (changed by at most `quiet_change` since
+//                               the reading before).
 //                               Decide() is pure (tests feed it stats);
 //                               Run() checks every `period` until stopped.
 //
@@ -36,7 +39,11 @@
 // grew by 1.9, below the floor's 2 MiB, and the manager kept 5.4 MiB unused
 // against 2.3 at its start. What stays resident after the work is at most
 // about max(min_unused, floor + min_growth) and, once in use has fallen by
-// min_growth, what a release cannot give back.
+// min_growth, what a release cannot give back. The last frees of a burst
+// often fall short of min_growth (measured at 200 machines with glibc's
+// thread caches off: 1.96 MiB freed after the last release, 5.5 MiB unused
+// kept for good); once the memory in use stops moving, a smaller fall is
+// enough, and a quiet process is trimmed once, not at every reading.
 //
 // Under AddressSanitizer the heap is ASan's: stats read 0 and nothing is
 // released.
@@ -51,7 +58,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <stop_token>
+#include <string>
 
 #include "kube/log.h"
 
@@ -93,11 +102,36 @@ void KeepLargeBlocksMapped(size_t bytes = size_t{128} << 10);
 // threads are started. No-op under AddressSanitizer.
 void LimitArenas(int arenas = 2);
 
+// glibc's per-thread caches (tcache: up to 7 freed blocks of each size up
+// to 1 KiB, per thread) keep memory that malloc counts as in use and that
+// malloc_trim cannot give back. Measured with bench/provision_bench at 200
+// machines: the manager's 37 threads held about 1 MiB that way after
+// deleting all (malloc's in use 2.48 MiB against 1.52 at its start, while a
+// heap profile counted the same live objects at both times), and RssAnon
+// stayed 3.4 MiB above its start. With the caches off: in use back to the
+// start's, RssAnon +1.7 MiB, RSS ready 24.3 against 26.0-26.4 MiB, and no
+// more CPU to see (bench/README.md). The caches are a tunable glibc reads
+// only at start-up (GLIBC_TUNABLES), so:
+//
+// The GLIBC_TUNABLES value that turns the thread caches off, given the
+// current one (null when unset); nullopt when it sets tcache_count already
+// (an operator's choice, or this process after its re-exec).
+std::optional<std::string> TunablesWithoutThreadCaches(const char* current);
+// Re-executes this program (/proc/self/exe, the same argv) with those
+// tunables, once, before any thread starts; returns when there is nothing
+// to do or the exec failed (then the environment is as it was). No-op
+// under AddressSanitizer.
+void ExecWithoutThreadCaches(char** argv);
+
 class HeapReleaser {
  public:
   struct Options {
     uint64_t min_unused = uint64_t{3} << 20;  // 3 MiB
     uint64_t min_growth = uint64_t{2} << 20;  // 2 MiB
+    // A fall of the memory in use that is released once the process is
+    // quiet: in use moved by at most quiet_change since the reading before.
+    uint64_t min_quiet_fall = uint64_t{512} << 10;  // 512 KiB
+    uint64_t quiet_change = uint64_t{64} << 10;     // 64 KiB
     // Short enough that the holes a burst of work leaves (14-17 MiB after a
     // restart over 1000 machines) go back soon; a reading costs a read of
     // /proc/self/status, a release 1-17 ms.
@@ -127,6 +161,7 @@ class HeapReleaser {
   Options options_;
   uint64_t floor_ = 0;
   uint64_t peak_in_use_ = 0;  // the highest in use since the last release
+  uint64_t last_in_use_ = 0;  // in use at the reading before
 };
 
 }  // namespace caphv::kube

@@ -73,6 +73,51 @@ TEST(HeapReleaserTest, AFallOfTheMemoryInUseIsReleasedThoughUnusedGrewLess) {
   EXPECT_TRUE(r.Decide(kib(1242, 6816)));   // 5.4 MiB unused < floor + 2, but 2.96 freed
 }
 
+TEST(HeapReleaserTest, ASmallerFallIsReleasedOnceTheProcessIsQuiet) {
+  HeapReleaser::Options o;  // the manager's: 3 MiB unused, 2 MiB growth
+  HeapReleaser r(o);
+  // The end of a provision_bench deletion at 200 machines with glibc's
+  // thread caches off, in KiB: the last release, then the cluster's
+  // connections closed (1.96 MiB freed, 1.9 MiB more unused).
+  auto kib = [](uint64_t in_use, uint64_t resident) {
+    return HeapStats{in_use << 10, resident << 10};
+  };
+  ASSERT_TRUE(r.Decide(kib(3543, 8653)));
+  r.Released(kib(3543, 7281));              // floor 3738 KiB
+  EXPECT_FALSE(r.Decide(kib(3543, 7281)));  // nothing freed since
+  EXPECT_FALSE(r.Decide(kib(2058, 7219)));  // 1.45 MiB freed: still moving
+  EXPECT_FALSE(r.Decide(kib(1540, 7219)));  // 0.5 MiB more: still moving
+  EXPECT_TRUE(r.Decide(kib(1536, 7219)));   // quiet, 1.96 MiB below the last release
+  r.Released(kib(1536, 4100));
+  EXPECT_FALSE(r.Decide(kib(1536, 4100)));  // once: nothing has fallen since
+  EXPECT_FALSE(r.Decide(kib(1540, 5000)));  // 3.4 MiB unused, quiet, nothing freed
+}
+
+TEST(HeapReleaserTest, AQuietFallBelowTheThresholdsIsKept) {
+  HeapReleaser r(HeapReleaser::Options{});
+  auto kib = [](uint64_t in_use, uint64_t resident) {
+    return HeapStats{in_use << 10, resident << 10};
+  };
+  ASSERT_TRUE(r.Decide(kib(3000, 8000)));
+  r.Released(kib(3000, 6500));              // floor 3500 KiB
+  EXPECT_FALSE(r.Decide(kib(2700, 6500)));  // 300 KiB freed
+  EXPECT_FALSE(r.Decide(kib(2700, 6500)));  // quiet, but less than 512 KiB
+  EXPECT_FALSE(r.Decide(kib(2000, 4800)));  // 1 MiB freed, 2.8 MiB unused: < min_unused
+  EXPECT_FALSE(r.Decide(kib(2000, 4800)));  // quiet, and still < min_unused
+}
+
+TEST(TunablesWithoutThreadCachesTest, AddsTheSettingUnlessOneIsThere) {
+  EXPECT_EQ(TunablesWithoutThreadCaches(nullptr), "glibc.malloc.tcache_count=0");
+  EXPECT_EQ(TunablesWithoutThreadCaches(""), "glibc.malloc.tcache_count=0");
+  EXPECT_EQ(TunablesWithoutThreadCaches("glibc.malloc.arena_max=2"),
+            "glibc.malloc.arena_max=2:glibc.malloc.tcache_count=0");
+  // An operator's own setting stands, and the re-executed process finds its
+  // own: no second exec.
+  EXPECT_EQ(TunablesWithoutThreadCaches("glibc.malloc.tcache_count=7"), std::nullopt);
+  EXPECT_EQ(TunablesWithoutThreadCaches("glibc.malloc.arena_max=2:glibc.malloc.tcache_count=0"),
+            std::nullopt);
+}
+
 TEST(HeapReleaserTest, InUseGrowingAfterAReleaseIsNoFall) {
   HeapReleaser r = Releaser();
   ASSERT_TRUE(r.Decide(Stats(5, 28)));

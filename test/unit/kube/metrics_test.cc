@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <map>
+#include <memory>
 
 namespace caphv::kube::metrics {
 namespace {
@@ -43,6 +44,17 @@ TEST(ProcessMetricsTest, OpenFdsFollowsTheProcess) {
   EXPECT_EQ(ProcessValues()["process_open_fds"], before + 3);
   for (int fd : fds) ::close(fd);
   EXPECT_EQ(ProcessValues()["process_open_fds"], before);
+}
+
+TEST(ProcessMetricsTest, HeapInUseFollowsAllocations) {
+  const double before = ProcessValues()["caphv_heap_in_use_bytes"];
+  if (before == 0) GTEST_SKIP() << "the heap is the sanitizer's";
+  constexpr size_t kBlock = size_t{8} << 20;
+  auto block = std::make_unique<char[]>(kBlock);
+  block[kBlock - 1] = 1;
+  EXPECT_GE(ProcessValues()["caphv_heap_in_use_bytes"], before + static_cast<double>(kBlock));
+  block.reset();
+  EXPECT_LT(ProcessValues()["caphv_heap_in_use_bytes"], before + static_cast<double>(kBlock));
 }
 
 TEST(SerializeTest, IncludesRegisteredFamiliesAndProcessMetrics) {
