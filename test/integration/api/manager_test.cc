@@ -12,6 +12,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <iterator>
+#include <map>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -81,7 +83,8 @@ class ManagerProcessTest : public ::testing::Test {
   // Starts a replica: `extra` flags after the common ones; `kubeconfig`
   // empty = the bed's admin kubeconfig.
   Replica Launch(const std::vector<std::string>& extra, const std::string& log_name,
-                 const std::string& kubeconfig = "") {
+                 const std::string& kubeconfig = "",
+                 const std::map<std::string, std::string>& env = {}) {
     Replica r;
     r.metrics_port = FreePort();
     r.probe_port = FreePort();
@@ -96,7 +99,7 @@ class ManagerProcessTest : public ::testing::Test {
         "--webhook-port=" + std::to_string(FreePort()),
         "--webhook-cert-dir=" + (dir_ / "certs").string()};
     args.insert(args.end(), extra.begin(), extra.end());
-    r.process = std::make_unique<ChildProcess>(args, dir_ / (log_name + ".log"));
+    r.process = std::make_unique<ChildProcess>(args, dir_ / (log_name + ".log"), false, env);
     EXPECT_TRUE(r.process->started());
     return r;
   }
@@ -156,6 +159,42 @@ TEST_F(ManagerProcessTest, ServesProbesAndEveryMetricFamily) {
   EXPECT_NE(body.find("caphv_machine_creation_duration_seconds_bucket{le=\"512"),
             std::string::npos);
   EXPECT_NE(body.find("caphv_node_init_duration_seconds_bucket{le=\"0.5"), std::string::npos);
+}
+
+// A process's environment as the kernel holds it, NUL-separated. glibc
+// splits GLIBC_TUNABLES there at its ':'s while reading it, so a value shows
+// as consecutive entries.
+std::string EnvironOf(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/environ");
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+TEST_F(ManagerProcessTest, RunsWithoutGlibcThreadCachesUnlessTheOperatorSetsThem) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "the heap is AddressSanitizer's";
+#endif
+  // Re-executed in place: the pid the test started serves, with the caches off.
+  Replica r = Launch({}, "tcache-off", "", {{"GLIBC_TUNABLES", "glibc.malloc.arena_max=2"}});
+  ASSERT_TRUE(Eventually([&] { return HttpGet(Url(r.probe_port, "/readyz"), nullptr) == 200; },
+                         std::chrono::seconds(20)))
+      << r.Log();
+  const std::string env = EnvironOf(r.process->pid());
+  EXPECT_NE(env.find(std::string("GLIBC_TUNABLES=glibc.malloc.arena_max=2") + '\0' +
+                     "glibc.malloc.tcache_count=0"),
+            std::string::npos);
+  std::string body;
+  ASSERT_EQ(HttpGet(Url(r.metrics_port, "/metrics"), &body), 200);
+  EXPECT_NE(body.find("\ncaphv_heap_in_use_bytes "), std::string::npos) << body;
+  r.process->Kill();
+
+  // An operator's own value stands.
+  Replica own = Launch({}, "tcache-own", "", {{"GLIBC_TUNABLES", "glibc.malloc.tcache_count=7"}});
+  ASSERT_TRUE(Eventually([&] { return HttpGet(Url(own.probe_port, "/readyz"), nullptr) == 200; },
+                         std::chrono::seconds(20)))
+      << own.Log();
+  const std::string own_env = EnvironOf(own.process->pid());
+  EXPECT_NE(own_env.find("GLIBC_TUNABLES=glibc.malloc.tcache_count=7"), std::string::npos);
+  EXPECT_EQ(own_env.find("tcache_count=0"), std::string::npos);
 }
 
 TEST_F(ManagerProcessTest, LeadsAndExitsCleanlyOnSigtermWithoutLoggingSecrets) {
