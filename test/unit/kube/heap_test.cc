@@ -21,6 +21,11 @@ HeapStats Stats(uint64_t in_use_mib, uint64_t resident_mib) {
   return {in_use_mib * kMiB, resident_mib * kMiB};
 }
 
+// Readings in KiB, as the manager's V(2) log shows them (rounded).
+HeapStats KiB(uint64_t in_use_kib, uint64_t resident_kib) {
+  return {in_use_kib << 10, resident_kib << 10};
+}
+
 HeapReleaser Releaser() {
   HeapReleaser::Options o;
   o.min_unused = 8 * kMiB;
@@ -63,14 +68,11 @@ TEST(HeapReleaserTest, AFallOfTheMemoryInUseIsReleasedThoughUnusedGrewLess) {
   HeapReleaser::Options o;  // the manager's: 3 MiB unused, 2 MiB growth
   HeapReleaser r(o);
   // The last deletions of provision_bench at 200 machines, in KiB.
-  auto kib = [](uint64_t in_use, uint64_t resident) {
-    return HeapStats{in_use << 10, resident << 10};
-  };
-  ASSERT_TRUE(r.Decide(kib(4275, 9164)));
-  r.Released(kib(4273, 7872));              // floor 3599 KiB
-  EXPECT_FALSE(r.Decide(kib(4273, 7872)));  // nothing freed since
-  EXPECT_FALSE(r.Decide(kib(2823, 7780)));  // 1.4 MiB freed: not yet
-  EXPECT_TRUE(r.Decide(kib(1242, 6816)));   // 5.4 MiB unused < floor + 2, but 2.96 freed
+  ASSERT_TRUE(r.Decide(KiB(4275, 9164)));
+  r.Released(KiB(4273, 7872));              // floor 3599 KiB
+  EXPECT_FALSE(r.Decide(KiB(4273, 7872)));  // nothing freed since
+  EXPECT_FALSE(r.Decide(KiB(2823, 7780)));  // 1.4 MiB freed: not yet
+  EXPECT_TRUE(r.Decide(KiB(1242, 6816)));   // 5.4 MiB unused < floor + 2, but 2.96 freed
 }
 
 TEST(HeapReleaserTest, ASmallerFallIsReleasedOnceTheProcessIsQuiet) {
@@ -79,31 +81,25 @@ TEST(HeapReleaserTest, ASmallerFallIsReleasedOnceTheProcessIsQuiet) {
   // The end of a provision_bench deletion at 200 machines with glibc's
   // thread caches off, in KiB: the last release, then the cluster's
   // connections closed (1.96 MiB freed, 1.9 MiB more unused).
-  auto kib = [](uint64_t in_use, uint64_t resident) {
-    return HeapStats{in_use << 10, resident << 10};
-  };
-  ASSERT_TRUE(r.Decide(kib(3543, 8653)));
-  r.Released(kib(3543, 7281));              // floor 3738 KiB
-  EXPECT_FALSE(r.Decide(kib(3543, 7281)));  // nothing freed since
-  EXPECT_FALSE(r.Decide(kib(2058, 7219)));  // 1.45 MiB freed: still moving
-  EXPECT_FALSE(r.Decide(kib(1540, 7219)));  // 0.5 MiB more: still moving
-  EXPECT_TRUE(r.Decide(kib(1536, 7219)));   // quiet, 1.96 MiB below the last release
-  r.Released(kib(1536, 4100));
-  EXPECT_FALSE(r.Decide(kib(1536, 4100)));  // once: nothing has fallen since
-  EXPECT_FALSE(r.Decide(kib(1540, 5000)));  // 3.4 MiB unused, quiet, nothing freed
+  ASSERT_TRUE(r.Decide(KiB(3543, 8653)));
+  r.Released(KiB(3543, 7281));              // floor 3738 KiB
+  EXPECT_FALSE(r.Decide(KiB(3543, 7281)));  // nothing freed since
+  EXPECT_FALSE(r.Decide(KiB(2058, 7219)));  // 1.45 MiB freed: still moving
+  EXPECT_FALSE(r.Decide(KiB(1540, 7219)));  // 0.5 MiB more: still moving
+  EXPECT_TRUE(r.Decide(KiB(1536, 7219)));   // quiet, 1.96 MiB below the last release
+  r.Released(KiB(1536, 4100));
+  EXPECT_FALSE(r.Decide(KiB(1536, 4100)));  // once: nothing has fallen since
+  EXPECT_FALSE(r.Decide(KiB(1540, 5000)));  // 3.4 MiB unused, quiet, nothing freed
 }
 
 TEST(HeapReleaserTest, AQuietFallBelowTheThresholdsIsKept) {
   HeapReleaser r(HeapReleaser::Options{});
-  auto kib = [](uint64_t in_use, uint64_t resident) {
-    return HeapStats{in_use << 10, resident << 10};
-  };
-  ASSERT_TRUE(r.Decide(kib(3000, 8000)));
-  r.Released(kib(3000, 6500));              // floor 3500 KiB
-  EXPECT_FALSE(r.Decide(kib(2700, 6500)));  // 300 KiB freed
-  EXPECT_FALSE(r.Decide(kib(2700, 6500)));  // quiet, but less than 512 KiB
-  EXPECT_FALSE(r.Decide(kib(2000, 4800)));  // 1 MiB freed, 2.8 MiB unused: < min_unused
-  EXPECT_FALSE(r.Decide(kib(2000, 4800)));  // quiet, and still < min_unused
+  ASSERT_TRUE(r.Decide(KiB(3000, 8000)));
+  r.Released(KiB(3000, 6500));              // floor 3500 KiB
+  EXPECT_FALSE(r.Decide(KiB(2700, 6500)));  // 300 KiB freed
+  EXPECT_FALSE(r.Decide(KiB(2700, 6500)));  // quiet, but less than 512 KiB
+  EXPECT_FALSE(r.Decide(KiB(2000, 4800)));  // 1 MiB freed, 2.8 MiB unused: < min_unused
+  EXPECT_FALSE(r.Decide(KiB(2000, 4800)));  // quiet, and still < min_unused
 }
 
 TEST(TunablesWithoutThreadCachesTest, AddsTheSettingUnlessOneIsThere) {
