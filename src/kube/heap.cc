@@ -7,6 +7,8 @@
 #include <malloc.h>
 #include <unistd.h>
 
+#include <array>
+#include <climits>
 #include <condition_variable>
 #include <cstdlib>
 #include <fstream>
@@ -89,7 +91,12 @@ void ExecWithoutThreadCaches(char** argv) {
   const int set =
       ::setenv("GLIBC_TUNABLES", tunables->c_str(), 1);  // NOLINT(concurrency-mt-unsafe)
   if (set != 0) return;
-  ::execv("/proc/self/exe", argv);
+  // The binary's own path, not /proc/self/exe: the kernel names the process
+  // (its comm: ps, top, pkill) after the file executed, and "exe" would
+  // replace "caphv-manager". /proc/self/exe when the path cannot be read.
+  std::array<char, PATH_MAX> path{};
+  const ssize_t length = ::readlink("/proc/self/exe", path.data(), path.size() - 1);
+  ::execv(length > 0 ? path.data() : "/proc/self/exe", argv);
   // Still here: no /proc, or the binary is gone. Run as started.
   if (before) {
     ::setenv("GLIBC_TUNABLES", before->c_str(), 1);  // NOLINT(concurrency-mt-unsafe)

@@ -117,7 +117,8 @@ void LimitArenas(int arenas = 2);
 // current one (null when unset); nullopt when it sets tcache_count already
 // (an operator's choice, or this process after its re-exec).
 std::optional<std::string> TunablesWithoutThreadCaches(const char* current);
-// Re-executes this program (/proc/self/exe, the same argv) with those
+// Re-executes this program (the path /proc/self/exe links to, so that the
+// process keeps its name; the same argv) with those
 // tunables, once, before any thread starts; returns when there is nothing
 // to do or the exec failed (then the environment is as it was). No-op
 // under AddressSanitizer.

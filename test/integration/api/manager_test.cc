@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <string>
 #include <thread>
 
 #include "controllers/metrics.h"
@@ -182,6 +183,11 @@ TEST_F(ManagerProcessTest, RunsWithoutGlibcThreadCachesUnlessTheOperatorSetsThem
   EXPECT_NE(env.find(std::string("GLIBC_TUNABLES=glibc.malloc.arena_max=2") + '\0' +
                      "glibc.malloc.tcache_count=0"),
             std::string::npos);
+  // Named as its binary in ps and top, not after /proc/self/exe.
+  std::ifstream comm("/proc/" + std::to_string(r.process->pid()) + "/comm");
+  std::string name;
+  std::getline(comm, name);
+  EXPECT_EQ(name, "caphv-manager");
   std::string body;
   ASSERT_EQ(HttpGet(Url(r.metrics_port, "/metrics"), &body), 200);
   EXPECT_NE(body.find("\ncaphv_heap_in_use_bytes "), std::string::npos) << body;
