@@ -104,8 +104,8 @@ if [ "${CAPHV_TESTS_SERIAL:-0}" = 1 ]; then
   run_tree upgrade build --timeout 2700 -j 1 -L upgrade || rc_asan=$?
 else
   # Two branches of about equal length (measured warm: the regular tree's
-  # tests about 1760 s, then TSan's 115 s; the ASan tree's about 1150 s, the
-  # upgrade lane's about 620 s, fuzz 105 s): the regular tree's bed, then
+  # tests 1830-1930 s, then TSan's 115 s; the ASan tree's about 1250 s, the
+  # upgrade lane's about 570 s, fuzz 105 s): the regular tree's bed, then
   # TSan; the ASan tree, then the regular tree's upgrade lane (its own beds,
   # test/CMakeLists.txt), then fuzz. Two beds at a time: more overload two
   # cores.

@@ -100,8 +100,10 @@ class TopologyFixture : public AddonsFixture {
           auto got = mgmt_->Get(kClusterClasses, ns(), name);
           if (!got.ok()) return false;
           cc = *got;
-          return cc["status"].value("observedGeneration", 0) ==
-                     cc["metadata"].value("generation", -1) &&
+          // No status until Cluster API has reconciled the class once (slow
+          // right after an apiserver restart: `null` has no value()).
+          return cc.value("status", Object::object()).value("observedGeneration", 0) ==
+                     cc.value("metadata", Object::object()).value("generation", -1) &&
                  ConditionTrue(cc, "VariablesReconciled");
         },
         kWait, kPoll))
