@@ -174,6 +174,9 @@ class FaultProxy::Impl {
   Fault Draw(bool watch) {
     std::lock_guard lock(mu_);
     ++counts_.requests;
+    if (watch && rates_.cut_first_watch && rates_.cut_watch > 0 && counts_.cut_watch == 0) {
+      return ++counts_.cut_watch, Fault::kCutWatch;
+    }
     const double x = std::uniform_real_distribution<double>(0, 1)(rng_);
     double edge = rates_.error500;
     if (x < edge) return ++counts_.error500, Fault::kError500;

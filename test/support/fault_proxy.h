@@ -50,6 +50,9 @@ struct FaultRates {
   std::chrono::milliseconds slow_delay{1500};
   std::chrono::milliseconds cut_after{2000};
   uint64_t seed = 1;
+  // The first watch is cut whatever the draw: a run with few watches may
+  // otherwise draw none (0.75^8 = 10 % at cut_watch 0.25 over 8 watches).
+  bool cut_first_watch = false;
 };
 
 struct FaultCounts {

@@ -119,7 +119,8 @@ TEST_F(FaultInjectionTest, ThirtyMachinesProvisionAndDeleteUnderTenPercentFaults
                          .cut_watch = 0.25,
                          .slow_delay = std::chrono::milliseconds(1500),
                          .cut_after = std::chrono::milliseconds(3000),
-                         .seed = Seed()};
+                         .seed = Seed(),
+                         .cut_first_watch = true};
   RouteHarvesterThroughProxy(rates);
   ASSERT_FALSE(HasFailure());
 
