@@ -4,7 +4,8 @@
 // `harvester-rke2` applied as the guides say, a Cluster with `spec.topology`,
 // waits for Machines whose Nodes CAPHV initialised, and what a deleted
 // cluster may not leave on Harvester. Skips when the bed runs without the
-// RKE2 providers. The addons' helpers are in topology_addons.h.
+// RKE2 providers. The addons' helpers are in topology_addons.h, the view of
+// the servers' etcd in topology_etcd.h.
 //
 // Header-only. Thread safety: test thread only.
 
@@ -19,9 +20,9 @@
 #include "api/yaml.h"
 #include "e2e_fixture.h"
 #include "generate/generate.h"
-#include "kube/transport.h"
 #include "support/webhook_configs.h"
 #include "topology_addons.h"
+#include "topology_etcd.h"
 
 namespace caphv::e2e::topology {
 
@@ -355,83 +356,8 @@ class TopologyFixture : public AddonsFixture {
     ASSERT_TRUE(r.ok()) << r.status().ToString();
   }
 
-  // The etcd of this cluster's servers, as the simulator runs it: one
-  // member per server, each with a kwok PortForward kube-system/etcd-<node>
-  // whose annotation gives the member's plain-http address.
-  struct EtcdView {
-    bool answered = false;                // some member answered member/list
-    std::map<std::string, bool> members;  // name -> learner
-    // Voters; those whose process answers (quorum counts them: a leader
-    // election makes /health false for a second without losing quorum);
-    // those whose /health is true.
-    int voters = 0, live_voters = 0, healthy_voters = 0;
-    std::string Describe() const {
-      std::string out = answered ? "" : "(no member answered) ";
-      for (const auto& [name, learner] : members) out += name + (learner ? "(learner) " : " ");
-      return out + "voters " + std::to_string(voters) + ", live " + std::to_string(live_voters) +
-             ", healthy " + std::to_string(healthy_voters);
-    }
-    bool Quorum() const { return answered && live_voters >= voters / 2 + 1; }
-  };
-  EtcdView Etcd() const {
-    EtcdView v;
-    auto pfs = workload_->List(kPortForwards, "kube-system");
-    if (!pfs.ok()) return v;
-    std::map<std::string, std::string> http;  // member name -> url (by node prefix)
-    std::vector<std::string> urls;
-    for (const auto& pf : pfs->items) {
-      if (NameOf(pf).rfind("etcd-" + cluster_ + "-", 0) != 0) continue;
-      urls.push_back(pf["metadata"]["annotations"].value("sim.caphv.io/etcd-http", ""));
-    }
-    auto call = [](const std::string& url, const std::string& method, const std::string& path,
-                   const std::string& body) -> std::optional<Object> {
-      kube::RestConfig rc;
-      rc.server = url;
-      rc.connect_timeout = std::chrono::seconds(1);
-      kube::Transport t(rc);
-      auto r = t.Do(method, path, body, "application/json", std::chrono::seconds(3));
-      if (!r.ok() || r->status != 200) return std::nullopt;
-      Object o = Object::parse(r->body, nullptr, false);
-      if (o.is_discarded()) return std::nullopt;
-      return o;
-    };
-    std::map<std::string, bool> healthy_url, live_url;
-    for (const auto& url : urls) {
-      kube::RestConfig rc;
-      rc.server = url;
-      rc.connect_timeout = std::chrono::seconds(1);
-      kube::Transport t(rc);
-      auto h = t.Do("GET", "/health", "", "application/json", std::chrono::seconds(3));
-      live_url[url] = h.ok();
-      const Object health =
-          h.ok() ? Object::parse(h->body, nullptr, false) : Object(Object::value_t::discarded);
-      healthy_url[url] =
-          h.ok() && h->status == 200 && health.is_object() && health.value("health", "") == "true";
-      if (v.answered || !live_url[url]) continue;
-      auto list = call(url, "POST", "/v3/cluster/member/list", "{}");
-      if (!list) continue;
-      v.answered = true;
-      for (const auto& m : list->value("members", Object::array())) {
-        const bool learner = m.value("isLearner", false);
-        v.members[m.value("name", "")] = learner;
-        if (!learner) ++v.voters;
-      }
-    }
-    // A voter is healthy when its own process answers: map members to
-    // PortForwards through the Node names (member = <node>-<suffix>).
-    for (const auto& pf : pfs->items) {
-      const std::string name = NameOf(pf);
-      if (name.rfind("etcd-" + cluster_ + "-", 0) != 0) continue;
-      const std::string node = name.substr(5);
-      const std::string url = pf["metadata"]["annotations"].value("sim.caphv.io/etcd-http", "");
-      for (const auto& [member, learner] : v.members) {
-        if (learner || member.rfind(node + "-", 0) != 0) continue;
-        if (live_url[url]) ++v.live_voters;
-        if (healthy_url[url]) ++v.healthy_voters;
-      }
-    }
-    return v;
-  }
+  // The etcd of this cluster's servers (topology_etcd.h).
+  EtcdView Etcd() const { return ReadEtcd(*workload_, cluster_); }
 
   // Seconds since the fixture's clock started (SetUp), for progress lines.
   long SecondsSinceStart() const {
