@@ -14,6 +14,11 @@
 //                             informer store (no network).
 //   BM_WatchEventsIntoCache   merge-patch 500 objects and time until all 500
 //                             MODIFIED events are in the cache.
+//   BM_MachinesOfACluster/0|1 no bed: the keys of a cluster's 1000 machines
+//                             in a packed store, /0 through ListByLabels
+//                             (every one decoded), /1 KeysByLabels (the
+//                             label index alone). Counter: the heap the
+//                             read holds when it returns.
 //   BM_DecodeListPage/0|1     no bed: one LIST page of 500 VM-sized objects
 //                             (managedFields, spec, status: ~8 KB of JSON
 //                             each) decoded and compacted as an informer
@@ -51,6 +56,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -393,6 +399,52 @@ void BM_DecodeWatchEvent(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes));
 }
 BENCHMARK(BM_DecodeWatchEvent)->Arg(0)->Arg(1)->Arg(2)->Arg(3)->Unit(benchmark::kMicrosecond);
+
+// The machines of one cluster, as the manager's watches map a Cluster's or
+// HarvesterCluster's event to them: a packed store of 1000 HarvesterMachines
+// (bench/data/watched_objects.json's, renamed), indexed by the cluster label.
+// /0 ListByLabels, then the keys (every machine decoded, all at once); /1
+// KeysByLabels (the label index alone). Counter held_MiB: the heap the
+// read holds when it returns.
+void BM_MachinesOfACluster(benchmark::State& state) {
+  constexpr int kMachines = 1000;
+  const std::string label(controllers::kClusterNameLabel);
+  Object machine;
+  for (const auto& line : WatchEventLines()) {
+    const Object event = Object::parse(line);
+    if (event["object"].value("kind", "") == "HarvesterMachine") machine = event["object"];
+  }
+  if (machine.is_null()) {
+    state.SkipWithError("bench/data/watched_objects.json is missing (set CAPHV_SOURCE_DIR)");
+    return;
+  }
+  machine["metadata"]["labels"][label] = "c1";
+  Store store({{LabelIndexName(label), IndexByLabel(label)}}, /*packed=*/true);
+  for (int i = 0; i < kMachines; ++i) {
+    machine["metadata"]["name"] = ObjectName(i);
+    store.Upsert(std::make_shared<const Object>(machine));
+  }
+  const std::string ns = machine["metadata"].value("namespace", "");
+  const std::map<std::string, std::string> selector = {{label, "c1"}};
+  double held = 0;
+  for (auto _ : state) {
+    const size_t before = HeapInUse();
+    std::vector<std::string> keys;
+    if (state.range(0) == 0) {
+      const auto objects = store.ListByLabels(ns, selector);
+      held = static_cast<double>(HeapInUse() - before);
+      for (const auto& o : objects) keys.push_back(KeyOf(*o));
+    } else {
+      keys = store.KeysByLabels(ns, selector);
+      held = static_cast<double>(HeapInUse() - before);
+    }
+    if (keys.size() != kMachines) state.SkipWithError("not every machine selected");
+    benchmark::DoNotOptimize(keys);
+  }
+  state.counters["held_MiB"] = held / (1024.0 * 1024.0);
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * kMachines));
+}
+BENCHMARK(BM_MachinesOfACluster)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
 void BM_WatchEventsIntoCache(benchmark::State& state) {
   constexpr int kUpdates = 500;

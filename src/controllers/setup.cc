@@ -32,9 +32,10 @@ using kube::Request;
 constexpr char kIdentityIndex[] = "identitySecret";
 constexpr std::chrono::seconds kSweepPeriod{60};
 
-std::vector<Request> Keys(const std::vector<kube::ObjectPtr>& objects) {
+std::vector<Request> Requests(const std::vector<std::string>& keys) {
   std::vector<Request> out;
-  for (const auto& o : objects) out.push_back({kube::NamespaceOf(*o), kube::NameOf(*o)});
+  out.reserve(keys.size());
+  for (const auto& key : keys) out.push_back(Request::FromKey(key));
   return out;
 }
 
@@ -131,14 +132,19 @@ struct Controllers::Impl {
         const Request c = Request::FromKey(cluster_key);
         const std::map<std::string, std::string> selector = {
             {std::string(kClusterNameLabel), c.name}};
-        for (const auto& m : capi_machines->store().ListByLabels(c.ns, selector)) {
-          if (Str(*m, {"status", "nodeRef", "name"}).empty()) return true;
-        }
-        // A machine whose Node may still need initialising.
-        for (const auto& hm : hms->store().ListByLabels(c.ns, selector)) {
-          if (!IsDeleting(*hm) && !NodeInitializedIn(*hm)) return true;
-        }
-        return false;
+        // One machine decoded at a time, until one still waits for its
+        // Node (no nodeRef) or may need it initialised.
+        bool waiting = false;
+        capi_machines->store().ForEachByLabels(c.ns, selector, [&waiting](const Object& m) {
+          waiting = Str(m, {"status", "nodeRef", "name"}).empty();
+          return !waiting;
+        });
+        if (waiting) return true;
+        hms->store().ForEachByLabels(c.ns, selector, [&waiting](const Object& hm) {
+          waiting = !IsDeleting(hm) && !NodeInitializedIn(hm);
+          return !waiting;
+        });
+        return waiting;
       });
       if (auto group = ctx.mgmt->GetPath("/apis/" + std::string(kCapiGroup)); group.ok()) {
         if (std::string newer = NewerCapiVersionServed(capi_version, *group); !newer.empty()) {
@@ -279,7 +285,10 @@ kube::StatusOr<std::unique_ptr<Controllers>> Controllers::New(std::shared_ptr<ku
         }
       }
       if (cluster.empty()) return {};
-      return Keys(target->store().ListByLabels(kube::NamespaceOf(o), {{cluster_label, cluster}}));
+      // Keys from the label index: nothing decoded for a cluster's every
+      // machine.
+      return Requests(
+          target->store().KeysByLabels(kube::NamespaceOf(o), {{cluster_label, cluster}}));
     };
   };
 
@@ -288,8 +297,8 @@ kube::StatusOr<std::unique_ptr<Controllers>> Controllers::New(std::shared_ptr<ku
   clusters.Watch(ctx.clusters, InfrastructureRefOf("HarvesterCluster"), ClusterFieldsChanged());
   auto hcs = ctx.harvester_clusters;
   clusters.Watch(ctx.secrets, [hcs](const Object& secret) {
-    auto found = hcs->store().ByIndex(kIdentityIndex, kube::KeyOf(secret));
-    return found.ok() ? Keys(*found) : std::vector<Request>{};
+    auto found = hcs->store().IndexKeys(kIdentityIndex, kube::KeyOf(secret));
+    return found.ok() ? Requests(*found) : std::vector<Request>{};
   });
   kube::Predicates deletions;
   deletions.create = [](const Object&) { return false; };

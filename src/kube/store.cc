@@ -4,6 +4,7 @@
 
 #include "kube/store.h"
 
+#include <algorithm>
 #include <mutex>
 
 namespace caphv::kube {
@@ -222,31 +223,74 @@ std::vector<ObjectPtr> Store::List(std::string_view ns) const {
   return Unpacked(std::move(out));
 }
 
+Store::Candidates Store::CandidatesByLabels(
+    std::string_view ns, const std::map<std::string, std::string>& selector) const {
+  Candidates out;
+  const std::string prefix = ns.empty() ? std::string() : std::string(ns) + "/";
+  std::shared_lock lock(mu_);
+  // The label indexes of the selector's keys: the smallest set of keys
+  // narrows, the others are tested by membership.
+  std::vector<const std::unordered_set<std::string>*> sets;
+  for (const auto& [k, v] : selector) {
+    auto idx = indices_.find(LabelIndexName(k));
+    if (idx == indices_.end()) continue;
+    auto keys = idx->second.find(v);
+    if (keys == idx->second.end()) return {{}, true};  // no object has that label value
+    sets.push_back(&keys->second);
+  }
+  out.exact = sets.size() == selector.size();
+  const auto take = [&](const std::string& key, const ObjectPtr& obj) {
+    if (!key.starts_with(prefix)) return;
+    for (const auto* set : sets) {
+      if (!set->contains(key)) return;
+    }
+    out.items.emplace_back(key, obj);
+  };
+  if (sets.empty()) {
+    auto by_ns = indices_.find(kNamespaceIndex);
+    if (ns.empty() || by_ns == indices_.end()) {
+      for (const auto& [key, obj] : items_) take(key, obj);
+    } else if (auto keys = by_ns->second.find(std::string(ns)); keys != by_ns->second.end()) {
+      for (const auto& key : keys->second) take(key, items_.at(key));
+    }
+    return out;
+  }
+  const auto* smallest = *std::min_element(
+      sets.begin(), sets.end(), [](const auto* a, const auto* b) { return a->size() < b->size(); });
+  for (const auto& key : *smallest) take(key, items_.at(key));
+  return out;
+}
+
 std::vector<ObjectPtr> Store::ListByLabels(
     std::string_view ns, const std::map<std::string, std::string>& selector) const {
-  std::vector<ObjectPtr> candidates;
-  bool indexed = false;
-  {
-    // A label index of one of the selector's keys narrows what is decoded.
-    std::shared_lock lock(mu_);
-    for (const auto& [k, v] : selector) {
-      auto idx = indices_.find(LabelIndexName(k));
-      if (idx == indices_.end()) continue;
-      indexed = true;
-      auto keys = idx->second.find(v);
-      if (keys == idx->second.end()) break;
-      const std::string prefix = ns.empty() ? std::string() : std::string(ns) + "/";
-      for (const auto& key : keys->second) {
-        if (key.starts_with(prefix)) candidates.push_back(items_.at(key));
-      }
-      break;
-    }
-  }
+  Candidates c = CandidatesByLabels(ns, selector);
   std::vector<ObjectPtr> out;
-  for (auto& o : indexed ? Unpacked(std::move(candidates)) : List(ns)) {
-    if (LabelsMatch(*o, selector)) out.push_back(std::move(o));
+  for (auto& [key, stored] : c.items) {
+    ObjectPtr o = Unpack(std::move(stored));
+    if (c.exact || LabelsMatch(*o, selector)) out.push_back(std::move(o));
   }
   return out;
+}
+
+std::vector<std::string> Store::KeysByLabels(
+    std::string_view ns, const std::map<std::string, std::string>& selector) const {
+  Candidates c = CandidatesByLabels(ns, selector);
+  std::vector<std::string> out;
+  out.reserve(c.items.size());
+  for (auto& [key, stored] : c.items) {
+    if (c.exact || LabelsMatch(*Unpack(std::move(stored)), selector)) out.push_back(key);
+  }
+  return out;
+}
+
+void Store::ForEachByLabels(std::string_view ns, const std::map<std::string, std::string>& selector,
+                            const std::function<bool(const Object&)>& visit) const {
+  Candidates c = CandidatesByLabels(ns, selector);
+  for (auto& [key, stored] : c.items) {
+    const ObjectPtr o = Unpack(std::move(stored));
+    if (!c.exact && !LabelsMatch(*o, selector)) continue;
+    if (!visit(*o)) return;
+  }
 }
 
 std::vector<std::string> Store::ListKeys() const {

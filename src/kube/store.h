@@ -93,9 +93,23 @@ class Store {
   std::vector<ObjectPtr> List() const;
   // Objects of one namespace (uses the namespace index when present).
   std::vector<ObjectPtr> List(std::string_view ns) const;
-  // Objects of `ns` ("" = all) whose labels include `selector`.
+  // Objects of `ns` ("" = all) whose labels include `selector`. A packed
+  // store decodes the candidates one at a time and keeps only the matches.
   std::vector<ObjectPtr> ListByLabels(std::string_view ns,
                                       const std::map<std::string, std::string>& selector) const;
+  // The keys of those objects. Decodes nothing when every key of the
+  // selector has a label index (an event mapped to the machines of its
+  // cluster, a count); otherwise one candidate at a time.
+  std::vector<std::string> KeysByLabels(std::string_view ns,
+                                        const std::map<std::string, std::string>& selector) const;
+  // Calls `visit` with each of those objects, decoded one at a time (a
+  // packed collection is never held decoded whole), until it returns false.
+  void ForEachByLabels(std::string_view ns, const std::map<std::string, std::string>& selector,
+                       const std::function<bool(const Object&)>& visit) const;
+  // ForEachByLabels without a selector: every object of `ns` ("" = all).
+  void ForEach(std::string_view ns, const std::function<bool(const Object&)>& visit) const {
+    ForEachByLabels(ns, {}, visit);
+  }
   std::vector<std::string> ListKeys() const;
   size_t Size() const;
 
@@ -110,6 +124,15 @@ class Store {
   using Index = std::unordered_map<std::string, std::unordered_set<std::string>>;
   // An object's values for each indexer, in the order of indexers_.
   using IndexValuesOf = std::vector<std::vector<std::string>>;
+
+  // What a selector read looks at: the stored objects that may match, and
+  // whether they all do (every key of the selector indexed).
+  struct Candidates {
+    std::vector<std::pair<std::string, ObjectPtr>> items;  // key, as stored
+    bool exact = false;
+  };
+  Candidates CandidatesByLabels(std::string_view ns,
+                                const std::map<std::string, std::string>& selector) const;
 
   IndexValuesOf ValuesOf(const Object* obj) const;
   void IndexLocked(const std::string& key, const IndexValuesOf& old_values,

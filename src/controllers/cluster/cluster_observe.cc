@@ -50,7 +50,7 @@ ClusterObservation HarvesterClusterReconciler::Observe(ClusterScope& r, api::Har
     if (!o.has_finalizer) return o;
     o.machines = static_cast<int>(
         ctx_.harvester_machines->store()
-            .ListByLabels(r.req.ns, {{std::string(kClusterNameLabel), o.cluster_name}})
+            .KeysByLabels(r.req.ns, {{std::string(kClusterNameLabel), o.cluster_name}})
             .size());
     if (o.machines > 0) return o;  // the planner waits for them first
   }

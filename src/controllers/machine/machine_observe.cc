@@ -218,18 +218,20 @@ void HarvesterMachineReconciler::ObserveWorkload(MachineScope& r, MachineObserva
   }
   if (!o.etcd_node) return;
   // The members of the cluster's other machines (their Nodes are named
-  // after them; the workload cluster may hold other Nodes).
-  for (const auto& node : lookup.value->nodes().List()) {
-    const workload::EtcdNodeView v = workload::ViewOfEtcdNode(*node);
-    if (v.name == o.hm.metadata.name || !workload::HoldsEtcdMember(v)) continue;
+  // after them; the workload cluster may hold other Nodes), one Node
+  // decoded at a time.
+  lookup.value->nodes().ForEach("", [&](const kube::Object& node) {
+    const workload::EtcdNodeView v = workload::ViewOfEtcdNode(node);
+    if (v.name == o.hm.metadata.name || !workload::HoldsEtcdMember(v)) return true;
     auto other = ctx_.harvester_machines->store().Get(r.req.ns, v.name);
-    if (!other) continue;
+    if (!other) return true;
     const auto labels = LabelsOf(*other);
     if (auto it = labels.find(std::string(kClusterNameLabel));
         it != labels.end() && it->second == o.cluster_name) {
       ++o.other_etcd_members;
     }
-  }
+    return true;
+  });
 }
 
 }  // namespace caphv::controllers

@@ -1,14 +1,17 @@
 // File: test/unit/kube/store_test.cc
 //
 // Store: keys, namespace/label/custom indexes kept in step with updates,
-// deletes and replaces, each for a plain and a packed store; packing;
-// CompactObject.
+// deletes and replaces, selector reads (objects, keys, visits), each for a
+// plain and a packed store; packing; CompactObject.
 
 #include "kube/store.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
+#include <utility>
+#include <vector>
 
 namespace caphv::kube {
 namespace {
@@ -183,6 +186,74 @@ TEST_P(StoreTest, ListByLabelsNarrowsByALabelIndexAndStillFilters) {
   EXPECT_TRUE(s.ListByLabels("ns", {{"cluster", "c3"}}).empty());
   EXPECT_EQ(Names(s.ListByLabels("ns", {{"role", "cp"}})),
             (std::vector<std::string>{"ns/a", "ns/c"}));
+}
+
+// KeysByLabels and ForEachByLabels select what ListByLabels does, whether
+// the selector's keys are all indexed (two label indexes here: the keys come
+// from the indexes alone), some are, or none is.
+TEST_P(StoreTest, KeysAndVisitsBySelectorAgreeWithListByLabels) {
+  Store s(WithNamespace({{LabelIndexName("cluster"), IndexByLabel("cluster")},
+                         {LabelIndexName("zone"), IndexByLabel("zone")}}),
+          GetParam());
+  s.Upsert(Make("ns", "a", {{"cluster", "c1"}, {"role", "cp"}, {"zone", "z1"}}));
+  s.Upsert(Make("ns", "b", {{"cluster", "c1"}, {"zone", "z2"}}));
+  s.Upsert(Make("other", "a", {{"cluster", "c1"}, {"role", "cp"}, {"zone", "z1"}}));
+  s.Upsert(Make("ns", "c", {{"cluster", "c2"}, {"role", "cp"}, {"zone", "z1"}}));
+  s.Upsert(Make("ns", "d"));
+  const std::vector<std::pair<std::string, std::map<std::string, std::string>>> cases = {
+      {"ns", {{"cluster", "c1"}}},
+      {"", {{"cluster", "c1"}}},
+      {"ns", {{"cluster", "c1"}, {"zone", "z1"}}},
+      {"", {{"zone", "z1"}, {"cluster", "c1"}}},
+      {"ns", {{"cluster", "c1"}, {"role", "cp"}}},
+      {"ns", {{"role", "cp"}}},
+      {"ns", {}},
+      {"", {}},
+      {"none", {{"cluster", "c1"}}},
+      {"ns", {{"cluster", "c3"}}},
+      {"ns", {{"cluster", "c1"}, {"zone", "z9"}}},
+  };
+  for (const auto& [ns, selector] : cases) {
+    SCOPED_TRACE(ns + " " + ::testing::PrintToString(selector));
+    const std::vector<std::string> listed = Names(s.ListByLabels(ns, selector));
+    std::vector<std::string> keys = s.KeysByLabels(ns, selector);
+    std::sort(keys.begin(), keys.end());
+    EXPECT_EQ(keys, listed);
+    std::vector<std::string> visited;
+    s.ForEachByLabels(ns, selector, [&visited](const Object& o) {
+      visited.push_back(KeyOf(o));
+      return true;
+    });
+    std::sort(visited.begin(), visited.end());
+    EXPECT_EQ(visited, listed);
+  }
+  EXPECT_EQ(Names(s.ListByLabels("ns", {{"cluster", "c1"}, {"zone", "z1"}})),
+            (std::vector<std::string>{"ns/a"}));
+  EXPECT_EQ(s.KeysByLabels("", {}).size(), 5u);
+}
+
+TEST_P(StoreTest, ForEachByLabelsStopsWhenTheVisitorSaysSo) {
+  Store s(WithNamespace({{LabelIndexName("cluster"), IndexByLabel("cluster")}}), GetParam());
+  for (const char* name : {"a", "b", "c"}) s.Upsert(Make("ns", name, {{"cluster", "c1"}}));
+  int visits = 0;
+  s.ForEachByLabels("ns", {{"cluster", "c1"}}, [&visits](const Object&) {
+    ++visits;
+    return false;
+  });
+  EXPECT_EQ(visits, 1);
+  // Stopping at "ns/b" visits nothing after it.
+  std::vector<std::string> visited;
+  s.ForEach("ns", [&visited](const Object& o) {
+    visited.push_back(KeyOf(o));
+    return visited.back() != "ns/b";
+  });
+  ASSERT_FALSE(visited.empty());
+  EXPECT_EQ(visited.back(), "ns/b");
+  // The objects visited are the stored ones, decoded.
+  s.ForEach("ns", [](const Object& o) {
+    EXPECT_EQ(o, *Make("ns", NameOf(o), {{"cluster", "c1"}}));
+    return true;
+  });
 }
 
 TEST(PackTest, PackedIsSmallerAndUnpacksToTheSameObject) {
