@@ -40,6 +40,10 @@ esac
 
 # clusterctl reads no user configuration and checks for no newer release.
 export CLUSTERCTL_DISABLE_VERSIONCHECK=true
+# The framework writes a kubeconfig per cluster into the temporary folder and
+# leaves it: they go in the bed's folder, emptied on each run, not in /tmp.
+export TMPDIR=$CAPHV_TESTBED/capi-e2e-tmp
+rm -rf "$TMPDIR" && mkdir -p "$TMPDIR"
 cd "$root/$module"
 exec "$suite" -test.v -test.timeout 60m -ginkgo.v -ginkgo.no-color \
   -caphv.testbed "$CAPHV_TESTBED" -caphv.source "$CAPHV_SOURCE_DIR" -caphv.build "$CAPHV_BUILD_DIR" "$@"
