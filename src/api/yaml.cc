@@ -46,6 +46,9 @@ const std::regex& FloatRegex() {
 Json ResolvePlain(const std::string& s) {
   if (IsNullWord(s)) return nullptr;
   if (auto b = BoolWord(s)) return *b;
+  // Every number of the two patterns below starts so; most scalars (names,
+  // words) do not, and need no regular expression.
+  if (std::string_view("+-.0123456789").find(s.front()) == std::string_view::npos) return s;
   if (std::regex_match(s, IntRegex())) {
     errno = 0;
     char* end = nullptr;
