@@ -13,15 +13,18 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "support/process.h"
@@ -89,25 +92,51 @@ inline double CpuSeconds(pid_t pid) {
 }
 
 // Samples the VmRSS of a process every 200 ms on its own thread, keeping the
-// peak.
+// peak, and the first `timeline_samples` readings with the time each was
+// taken (seconds since the sampler started): where in a phase the peak is.
 class ResidentSampler {
  public:
-  explicit ResidentSampler(pid_t pid)
-      : thread_([this, pid](std::stop_token stop) {
+  explicit ResidentSampler(pid_t pid, size_t timeline_samples = 0)
+      : started_(std::chrono::steady_clock::now()),
+        thread_([this, pid, timeline_samples](std::stop_token stop) {
           while (!stop.stop_requested()) {
             const int64_t kib = ResidentKiB(pid);
             int64_t seen = peak_kib_.load();
             while (kib > seen && !peak_kib_.compare_exchange_weak(seen, kib)) {
+            }
+            {
+              std::lock_guard lock(mu_);
+              if (timeline_.size() < timeline_samples) {
+                timeline_.emplace_back(
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - started_)
+                        .count(),
+                    kib);
+              }
             }
             std::this_thread::sleep_for(std::chrono::milliseconds(200));
           }
         }) {}
 
   int64_t peak_kib() const { return peak_kib_.load(); }
+  // "<seconds>:<MiB>" per reading, space-separated.
+  std::string Timeline() const {
+    std::lock_guard lock(mu_);
+    std::string out;
+    char item[48];
+    for (const auto& [at, kib] : timeline_) {
+      std::snprintf(item, sizeof item, "%s%.1f:%.1f", out.empty() ? "" : " ", at,
+                    static_cast<double>(kib) / 1024.0);
+      out += item;
+    }
+    return out;
+  }
 
  private:
+  const std::chrono::steady_clock::time_point started_;
   std::atomic<int64_t> peak_kib_{0};
-  std::jthread thread_;
+  mutable std::mutex mu_;
+  std::vector<std::pair<double, int64_t>> timeline_;
+  std::jthread thread_;  // last: stopped before the members it uses go
 };
 
 // The manager's Prometheus text; nullopt when /metrics is unreachable.

@@ -308,7 +308,7 @@ void BM_ProvisionAndDelete(benchmark::State& state) {
         state.SkipWithError(error.c_str());
         return;
       }
-      sampler.emplace(run.manager_pid());
+      sampler.emplace(run.manager_pid(), 150);  // 30 s of readings
       testing::Eventually([&] { return ReconcileTotal(run.metrics_port()) >= n; },
                           std::chrono::duration_cast<std::chrono::milliseconds>(kProvisionBound),
                           kPoll);
@@ -324,6 +324,8 @@ void BM_ProvisionAndDelete(benchmark::State& state) {
       rss_restart_peak_kib = std::max(rss_restart_peak_kib, peak_kib);
       std::printf("# %s restart %d: %.2f s, RSS peak %.1f MiB, once quiet %.1f MiB\n",
                   label.c_str(), i + 1, restart_s, MiB(peak_kib), MiB(rss_restart_kib));
+      std::printf("# %s restart %d: RSS (s:MiB) %s\n", label.c_str(), i + 1,
+                  sampler->Timeline().c_str());
       bed_cpu->Print(label + " restart");
       restart_requests = audit->Sum();
       audit->Print(label + " restart", 1);

@@ -3,11 +3,12 @@
 // Reflector: keeps a sink in step with one collection of the apiserver by
 // LIST then WATCH (client-go tools/cache/reflector.go).
 //
-//   - The first LIST uses resourceVersion "0" (served from the watch cache,
-//     which ignores the limit then: one response), a relist pages by
-//     `page_size`; the sink receives the full content (Replace). Reflectors
-//     sharing a ListGate list one at a time, since each response body is
-//     held while it is decoded (see ListGate).
+//   - The first LIST is a consistent read (resourceVersion "") in pages of
+//     `page_size`, so that no response body holds a whole large collection
+//     (resourceVersion "0", client-go's first LIST, is served from the watch
+//     cache in one response whatever the limit); the sink receives the full
+//     content (Replace). Reflectors sharing a ListGate list one at a time,
+//     since each response body is held while it is decoded (see ListGate).
 //   - WATCH from the list's resourceVersion with bookmarks and a server
 //     timeout drawn from [5 min, 10 min]. Each event goes to the sink (Apply);
 //     BOOKMARK events only move the resume point.
@@ -48,10 +49,11 @@ namespace caphv::kube {
 
 // Turns to LIST, one at a time, for the reflectors that share the gate. A
 // response's body is held whole while it is decoded, and the apiserver
-// serves a LIST at resourceVersion "0" from its watch cache in one response
-// whatever the limit (measured on kube-apiserver v1.33: limit=5 over 31
-// objects, 31 items and no continue token), so a start-up's informers
-// listing at once would hold every collection's body together. A turn kept
+// serves a LIST at a resourceVersion (a relist after a failed watch) from its
+// watch cache in one response whatever the limit (measured on
+// kube-apiserver v1.33 at resourceVersion "0": limit=5 over 31 objects, 31
+// items and no continue token), so informers relisting at once would hold
+// every collection's body together. A turn kept
 // longer than `max_wait` (a slow or unreachable apiserver) holds no other
 // back for more than that: the waiter lists without a turn.
 //
