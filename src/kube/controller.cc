@@ -306,12 +306,16 @@ void Controller::ProcessOne(const std::string& key) {
     }
     // A 409 is only retried (the object changed since the cache saw it; the
     // retry decides again on the new version): debug level, not an error.
+    // Someone else's write made it, so its retry backs off as any failure
+    // does but never longer than kConflictRetryMax: machines contending for
+    // one IPPool would otherwise double each other's delays into minutes.
     if (result.error.IsConflict()) {
       logger.V(1).Info("Conflict; retrying",
                        {{"request", key}, {"err", std::string(result.error.message())}});
-    } else {
-      logger.Error(result.error, "Reconciler error", {{"request", key}});
+      queue_->AddRateLimited(key, kConflictRetryMax);
+      return;
     }
+    logger.Error(result.error, "Reconciler error", {{"request", key}});
     queue_->AddRateLimited(key);
     return;
   }

@@ -9,6 +9,7 @@
 //   Result::Error(err)         AddRateLimited (per-key backoff 5 ms -> 1000 s
 //                              and the 10 qps / burst 100 bucket); any
 //                              requeue_after is ignored
+//   Result::Error(409)         the same, the delay capped at kConflictRetryMax
 //   requeue_after > 0          Forget, then AddAfter(requeue_after)
 //   requeue = true             AddRateLimited
 //   success                    Forget (resets the key's backoff)
@@ -138,6 +139,9 @@ Predicates ResourceVersionChanged();
 // that the watch event of its own write brings no reconcile that would plan
 // nothing. Resync re-deliveries (same resourceVersion) pass.
 Predicates IgnoreStatusOnlyChanges();
+
+// The longest a key waits after a reconcile that failed with 409 Conflict.
+inline constexpr std::chrono::seconds kConflictRetryMax{1};
 
 class Controller {
  public:

@@ -40,7 +40,11 @@ void WorkQueue::AddAfter(const std::string& key, Clock::Duration delay) {
 }
 
 void WorkQueue::AddRateLimited(const std::string& key) {
-  const Clock::Duration delay = limiter_->When(key);
+  AddRateLimited(key, Clock::Duration::max());
+}
+
+void WorkQueue::AddRateLimited(const std::string& key, Clock::Duration at_most) {
+  const Clock::Duration delay = std::min(limiter_->When(key), at_most);
   std::lock_guard<std::mutex> g(mu_);
   if (shutting_down_) return;
   if (metrics_.inc_retries) metrics_.inc_retries();

@@ -12,7 +12,8 @@
 //     parked key keeps the earlier ready time. Ready keys are moved into the
 //     queue by the threads calling Get()/Done()/Len() (no timer thread).
 //   - AddRateLimited(key) = AddAfter(key, limiter.When(key)); Forget(key)
-//     resets the limiter's memory of the key.
+//     resets the limiter's memory of the key. AddRateLimited(key, at_most)
+//     counts the failure the same way but waits no longer than `at_most`.
 //   - ShutDown() ignores later adds and drops parked (AddAfter) keys; Get()
 //     keeps handing out keys already queued and returns nullopt once the
 //     queue is empty, waking every blocked caller. ShutDownWithDrain()
@@ -71,6 +72,8 @@ class WorkQueue {
   // Adds `key` once `delay` has passed; a non-positive delay adds now.
   void AddAfter(const std::string& key, Clock::Duration delay);
   void AddRateLimited(const std::string& key);
+  // As AddRateLimited(key), the delay capped at `at_most`.
+  void AddRateLimited(const std::string& key, Clock::Duration at_most);
   void Forget(const std::string& key);
   int NumRequeues(const std::string& key);
 

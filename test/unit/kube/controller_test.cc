@@ -135,6 +135,50 @@ TEST(ControllerTest, RetriedConflictIsNotLoggedAsAnError) {
   EXPECT_EQ(logged.find("Reconciler error"), std::string::npos) << logged;
 }
 
+// A limiter whose every delay is an hour: what a key reaches after twenty
+// failures in a row under the default one (5 ms x 2^19, capped at 1000 s).
+class HourLimiter final : public RateLimiter {
+ public:
+  Duration When(const std::string&) override { return std::chrono::hours(1); }
+  void Forget(const std::string&) override {}
+  int NumRequeues(const std::string&) override { return 0; }
+};
+
+// How many times a controller whose reconcile fails with `error` until it is
+// told to stop reconciled one key within `within`, its backoff an hour.
+int CallsWithinUnderAnHourOfBackoff(const Status& error, std::chrono::milliseconds within) {
+  std::atomic<int> calls{0};
+  Controller::Options options;
+  options.name = "backoff-test";
+  options.register_metrics = false;
+  options.rate_limiter = std::make_unique<HourLimiter>();
+  Controller controller(std::move(options), [&](const Request&) {
+    calls.fetch_add(1);
+    return Result::Error(error);
+  });
+  std::stop_source stop;
+  std::jthread runner([&] { controller.Run(stop.get_token()).IgnoreError(); });
+  controller.Enqueue(Request{"ns", "a"});
+  std::this_thread::sleep_for(within);
+  stop.request_stop();
+  runner.join();
+  return calls.load();
+}
+
+TEST(ControllerTest, AConflictIsRetriedWithinASecondWhateverTheBackoff) {
+  // Machines reserving addresses of one IPPool conflict with each other; a
+  // key that lost many times must not wait minutes for its next try.
+  EXPECT_GE(CallsWithinUnderAnHourOfBackoff(Status(StatusCode::kConflict, "modified"),
+                                            std::chrono::milliseconds(2500)),
+            3);
+}
+
+TEST(ControllerTest, OtherErrorsWaitTheirWholeBackoff) {
+  EXPECT_EQ(CallsWithinUnderAnHourOfBackoff(Status(StatusCode::kInternal, "boom"),
+                                            std::chrono::milliseconds(1500)),
+            1);
+}
+
 TEST(ControllerTest, OtherErrorsAreLoggedAsErrors) {
   const std::string logged = LogOfOneRetry(Status(StatusCode::kInternal, "boom"));
   EXPECT_NE(logged.find("Reconciler error"), std::string::npos) << logged;

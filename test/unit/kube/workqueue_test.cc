@@ -152,6 +152,27 @@ TEST(WorkQueueTest, AddRateLimitedUsesPerKeyBackoff) {
   EXPECT_EQ(q.NumRequeues("a"), 0);
 }
 
+TEST(WorkQueueTest, AddRateLimitedAtMostCapsTheDelayAndStillCounts) {
+  FakeClock clock;
+  WorkQueue q(FakeOptions(clock));
+  for (int i = 0; i < 19; ++i) {
+    q.AddRateLimited("a", seconds(1));
+    clock.Step(seconds(1));
+    ASSERT_EQ(q.Get(), "a");
+    q.Done("a");
+  }
+  q.AddRateLimited("a", seconds(1));  // 5 ms x 2^19 uncapped
+  EXPECT_EQ(q.NumRequeues("a"), 20);
+  clock.Step(milliseconds(999));
+  EXPECT_EQ(q.Len(), 0u);
+  clock.Step(milliseconds(1));
+  EXPECT_EQ(q.Len(), 1u);
+  // Below the cap, the per-key delay is the limiter's own.
+  q.AddRateLimited("b", seconds(1));  // 5 ms
+  clock.Step(milliseconds(5));
+  EXPECT_EQ(q.Len(), 2u);
+}
+
 TEST(WorkQueueTest, ShutDownWakesBlockedGet) {
   FakeClock clock;
   WorkQueue q(FakeOptions(clock));
