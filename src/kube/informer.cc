@@ -10,6 +10,8 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "kube/msgpack.h"
+
 namespace caphv::kube {
 
 namespace {
@@ -210,7 +212,7 @@ void Informer::PrepareListed(Object& item) {
   if (options_.transform) options_.transform(item);
   // Packed now unless its kind is still to come (a resource without a known
   // kind: the client adds it after the page, and the store packs it then).
-  if (store_.packed() && item.contains("kind")) item = Object::binary(Object::to_msgpack(item));
+  if (store_.packed() && item.contains("kind")) item = Object::binary(EncodeMsgpack(item));
 }
 
 ObjectPtr Informer::Prepare(Object&& o, bool written) {

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <mutex>
 
+#include "kube/msgpack.h"
+
 namespace caphv::kube {
 
 std::vector<std::string> IndexByNamespace(const Object& o) { return {NamespaceOf(o)}; }
@@ -48,15 +50,16 @@ void CompactObject(Object& o) {
 }
 
 ObjectPtr Pack(const Object& o) {
-  std::vector<std::uint8_t> bytes = Object::to_msgpack(o);
-  bytes.shrink_to_fit();
-  return std::make_shared<const Object>(Object::binary(std::move(bytes)));
+  return std::make_shared<const Object>(Object::binary(EncodeMsgpack(o)));
 }
 
 ObjectPtr Unpack(ObjectPtr stored) {
   if (!stored || !stored->is_binary()) return stored;
   const auto& bytes = stored->get_binary();
-  return std::make_shared<const Object>(Object::from_msgpack(bytes.begin(), bytes.end()));
+  Object decoded = DecodeMsgpack(bytes);
+  // Never for what Pack wrote; nlohmann's decoder then says what is wrong.
+  if (decoded.is_discarded()) decoded = Object::from_msgpack(bytes.begin(), bytes.end());
+  return std::make_shared<const Object>(std::move(decoded));
 }
 
 bool LabelsMatch(const Object& o, const std::map<std::string, std::string>& selector) {

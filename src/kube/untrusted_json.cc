@@ -30,7 +30,10 @@ class BoundedDom {
   bool number_integer(number_integer_t v) { return Add(v); }
   bool number_unsigned(number_unsigned_t v) { return Add(v); }
   bool number_float(number_float_t v, const string_t& /*text*/) { return Add(v); }
-  bool string(string_t& v) { return Add(std::move(v)); }
+  // Strings and keys are copied, not moved, out of the lexer's buffer: a
+  // copy is one allocation of the exact size, while a buffer moved away is
+  // grown again, by doublings, for the next long token.
+  bool string(string_t& v) { return Add(static_cast<const string_t&>(v)); }
   bool binary(binary_t& v) { return Add(Object::binary(std::move(v))); }
   bool start_object(std::size_t /*size*/) { return Open(Object::value_t::object); }
   bool start_array(std::size_t /*size*/) { return Open(Object::value_t::array); }
@@ -42,7 +45,7 @@ class BoundedDom {
     const Frame& f = stack_.back();
     next_is_items_ = items_ != nullptr && stack_.size() == 1 && k == "items";
     next_ = Below(f, k);
-    if (next_.kept) key_ = std::move(k);
+    if (next_.kept) key_ = k;
     return true;
   }
 
