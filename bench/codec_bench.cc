@@ -3,12 +3,8 @@
 // The packed cache's codec, no bed: the objects of
 // bench/data/watched_objects.json (a VM, VMI, PVC, HarvesterMachine and
 // Machine as a bed's apiservers served them), without managedFields, as a
-// packed informer store keeps them. Benchmarks:
+// packed informer store keeps them. Benchmark:
 //
-//   BM_PackObject/0|1      an object to its packed bytes, as a watch event
-//                          is stored: /0 nlohmann's to_msgpack and a shrink
-//                          to size (the store before kube::EncodeMsgpack), /1
-//                          kube::EncodeMsgpack.
 //   BM_UnpackObject/0|1    a cache read's decode of the packed bytes: /0
 //                          nlohmann's from_msgpack (kube::Unpack before
 //                          kube::DecodeMsgpack), /1 kube::Unpack.
@@ -53,29 +49,6 @@ size_t PackedSize(const std::vector<Object>& objects) {
   for (const auto& o : objects) bytes += EncodeMsgpack(o).size();
   return bytes;
 }
-
-void BM_PackObject(benchmark::State& state) {
-  const std::vector<Object> objects = CachedObjects();
-  if (objects.empty()) {
-    state.SkipWithError("bench/data/watched_objects.json is missing (set CAPHV_SOURCE_DIR)");
-    return;
-  }
-  for (auto _ : state) {
-    for (const auto& o : objects) {
-      if (state.range(0) == 0) {
-        std::vector<std::uint8_t> bytes = Object::to_msgpack(o);
-        bytes.shrink_to_fit();
-        benchmark::DoNotOptimize(bytes);
-      } else {
-        std::vector<std::uint8_t> bytes = EncodeMsgpack(o);
-        benchmark::DoNotOptimize(bytes);
-      }
-    }
-  }
-  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * objects.size()));
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * PackedSize(objects)));
-}
-BENCHMARK(BM_PackObject)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 
 void BM_UnpackObject(benchmark::State& state) {
   const std::vector<Object> objects = CachedObjects();

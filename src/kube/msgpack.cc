@@ -270,13 +270,8 @@ Object DecodeMsgpack(std::span<const std::uint8_t> bytes, bool* too_deep) {
 }
 
 std::vector<std::uint8_t> EncodeMsgpack(const Object& o) {
-  // A buffer grown past 64 KiB (a rare large object) is not kept.
-  constexpr size_t kKeep = 64 * 1024;
-  thread_local std::vector<std::uint8_t> scratch;
-  scratch.clear();
-  Object::to_msgpack(o, scratch);
-  std::vector<std::uint8_t> bytes(scratch.begin(), scratch.end());
-  if (scratch.capacity() > kKeep) std::vector<std::uint8_t>().swap(scratch);
+  std::vector<std::uint8_t> bytes = Object::to_msgpack(o);
+  bytes.shrink_to_fit();
   return bytes;
 }
 

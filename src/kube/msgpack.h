@@ -23,9 +23,8 @@
 // kMaxJsonDepth (`*too_deep` set), so corrupt input cannot exhaust the
 // stack. fuzz/msgpack_fuzzer.cc holds the two to the same answer.
 //
-// EncodeMsgpack is nlohmann's to_msgpack into a buffer the thread keeps,
-// copied out at its exact size: a stored encoding without the spare
-// capacity of a vector grown by doublings.
+// EncodeMsgpack is nlohmann's to_msgpack shrunk to its size: a stored
+// encoding without the spare capacity of a vector grown by doublings.
 //
 // Thread safety: pure functions.
 

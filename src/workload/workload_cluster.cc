@@ -224,6 +224,18 @@ kube::BuildResult<WorkloadCluster> WorkloadClusters::Build(
   };
   auto wc = std::make_shared<WorkloadCluster>(*client, std::move(kubeconfig).value(), on_node);
   wc->Start();
+  // Ready once the Nodes are listed, as a Harvester connection is once its
+  // caches are: a reader of an empty cache would take "no Node" for an
+  // answer (a control-plane machine's deletion would skip its etcd member
+  // and leave its Node's finalizer behind).
+  ctx.SetProgress("listing the Nodes of the workload cluster at " + wc->server());
+  if (!wc->WaitForSync(kWorkloadSyncTimeout, ctx.stop)) {
+    if (ctx.stop.stop_requested()) return Result::Failed("Stopped", "stopped");
+    return Result::Failed("WorkloadNodesNotSynced",
+                          "the watch on the Nodes of the workload cluster at " + wc->server() +
+                              " did not sync in " + std::to_string(kWorkloadSyncTimeout.count()) +
+                              "s");
+  }
   kube::log::Root()
       .WithName("workload")
       .Info("Watching the Nodes of a workload cluster",

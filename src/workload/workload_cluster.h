@@ -60,6 +60,9 @@ namespace caphv::workload {
 // Connect and request timeouts of the workload clients.
 inline constexpr std::chrono::seconds kWorkloadConnectTimeout{5};
 inline constexpr std::chrono::seconds kWorkloadRequestTimeout{20};
+// How long a new connection waits for its Node cache to sync before it is
+// answered ready (an empty cache is not "no Node").
+inline constexpr std::chrono::seconds kWorkloadSyncTimeout{30};
 
 // What the Node cache keeps of a Node: what CAPHV reads (node initialisation, etcd membership):
 // its name, uid, resourceVersion, deletionTimestamp and finalizers, the

@@ -211,16 +211,6 @@ void HarvesterMachineReconciler::ObserveWorkload(MachineScope& r, MachineObserva
   o.workload.message = lookup.message;
   o.workload.retry_after = lookup.retry_after;
   if (!lookup.value) return;
-  if (!lookup.value->synced()) {
-    // A connection just made has listed no Node yet: an empty cache is not
-    // "no Node" (a deletion would skip the etcd member and leave the
-    // Node's finalizer behind).
-    o.workload.ready = false;
-    o.workload.reason = "WorkloadNodesNotSynced";
-    o.workload.message = "the Nodes of the workload cluster are still being listed";
-    o.workload.retry_after = std::chrono::seconds(1);
-    return;
-  }
   r.workload = lookup.value;
   if (auto node = lookup.value->nodes().Get("", o.hm.metadata.name)) {
     o.node = workload::ViewOfNode(*node);
