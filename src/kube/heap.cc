@@ -7,6 +7,7 @@
 #include <malloc.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <climits>
 #include <condition_variable>
@@ -62,8 +63,27 @@ void KeepLargeBlocksMapped(size_t bytes) {
 #endif
 }
 
+bool TunableIsSet(const char* current, std::string_view name) {
+  if (current == nullptr) return false;
+  const std::string_view value(current);
+  // Settings are name=value pairs separated by colons.
+  for (size_t start = 0; start <= value.size();) {
+    const size_t end = std::min(value.find(':', start), value.size());
+    const std::string_view setting = value.substr(start, end - start);
+    if (setting.size() > name.size() && setting.substr(0, name.size()) == name &&
+        setting[name.size()] == '=') {
+      return true;
+    }
+    start = end + 1;
+  }
+  return false;
+}
+
 void LimitArenas(int arenas) {
 #ifndef CAPHV_ASAN_HEAP
+  // No other thread runs yet, so the environment may be read.
+  const char* current = std::getenv("GLIBC_TUNABLES");  // NOLINT(concurrency-mt-unsafe)
+  if (TunableIsSet(current, "glibc.malloc.arena_max")) return;
   mallopt(M_ARENA_MAX, arenas);
 #else
   (void)arenas;
@@ -74,7 +94,7 @@ std::optional<std::string> TunablesWithoutThreadCaches(const char* current) {
   constexpr std::string_view kOff = "glibc.malloc.tcache_count=0";
   if (current == nullptr || *current == '\0') return std::string(kOff);
   const std::string_view value(current);
-  if (value.find("glibc.malloc.tcache_count=") != std::string_view::npos) return std::nullopt;
+  if (TunableIsSet(current, "glibc.malloc.tcache_count")) return std::nullopt;
   return std::string(value) + ":" + std::string(kOff);
 }
 

@@ -61,6 +61,7 @@
 #include <optional>
 #include <stop_token>
 #include <string>
+#include <string_view>
 
 #include "kube/log.h"
 
@@ -98,9 +99,14 @@ void KeepLargeBlocksMapped(size_t bytes = size_t{128} << 10);
 // the default, same build, one run each): at 200 machines RSS ready 25.6
 // against 27.7 MiB, after the restart 24.1 against 26.7, after deleting all
 // 23.0 against 23.5, the same CPU (4.80 against 4.74 s); at 1000 RssAnon
-// after deleting all 9.7 against 12.8 MiB. Call once, at start-up, before
-// threads are started. No-op under AddressSanitizer.
+// after deleting all 9.7 against 12.8 MiB. An operator's
+// glibc.malloc.arena_max in GLIBC_TUNABLES stands (mallopt would override
+// it). Call once, at start-up, before threads are started. No-op under
+// AddressSanitizer.
 void LimitArenas(int arenas = 2);
+
+// Whether GLIBC_TUNABLES' value `current` (null when unset) sets `name`.
+bool TunableIsSet(const char* current, std::string_view name);
 
 // glibc's per-thread caches (tcache: up to 7 freed blocks of each size up
 // to 1 KiB, per thread) keep memory that malloc counts as in use and that

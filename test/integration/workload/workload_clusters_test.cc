@@ -6,7 +6,8 @@
 // is woken when it appears; the Node informer announces Nodes (with the
 // cache compacted) and their deletion; a metadata-only change of the Secret
 // keeps the cluster, a changed kubeconfig rebuilds it, a broken one fails
-// with MalformedKubeconfig.
+// with MalformedKubeconfig; a cluster behind a slow apiserver is handed out
+// only once its Nodes are listed.
 
 #include <gtest/gtest.h>
 
@@ -19,6 +20,8 @@
 #include <vector>
 
 #include "kube/base64.h"
+#include "kube/config.h"
+#include "support/fault_proxy.h"
 #include "support/testbed.h"
 #include "workload/workload_cluster.h"
 
@@ -239,6 +242,33 @@ TEST_F(WorkloadClustersTest, OnlyNewKubeconfigBytesRebuild) {
       << l.reason << ": " << l.message;
   EXPECT_EQ(l.value, nullptr);
   EXPECT_NE(l.message.find(cluster_ + "-kubeconfig"), std::string::npos) << l.message;
+}
+
+TEST_F(WorkloadClustersTest, ASlowApiserverIsAnsweredOnlyOnceItsNodesAreListed) {
+  // Every request to the workload apiserver answered 2 s late: a cluster
+  // handed out before its Node list arrived would read "no Node" for a
+  // Node that exists.
+  const std::string node = CreateNode();
+  const kube::RestConfig config = Testbed::Get().Config(caphv::testing::kWorkload);
+  caphv::testing::FaultProxy slow(config.server, config.ca_pem,
+                                  {.slow = 1.0, .slow_delay = std::chrono::seconds(2)});
+  ASSERT_TRUE(slow.Start().ok());
+  PutKubeconfig(slow.Kubeconfig(config.token));
+
+  const kube::Request m1{ns(), "m1"};
+  std::shared_ptr<WorkloadCluster> wc;
+  bool handed_out_unlisted = false;
+  EXPECT_TRUE(Eventually(
+      [&] {
+        wc = TimedGet(m1).value;
+        if (wc != nullptr && wc->nodes().Get("", node) == nullptr) handed_out_unlisted = true;
+        return wc != nullptr;
+      },
+      seconds(60)));
+  ASSERT_NE(wc, nullptr);
+  EXPECT_EQ(wc->server(), slow.url());
+  EXPECT_FALSE(handed_out_unlisted) << "a cluster was handed out before its Nodes were listed";
+  EXPECT_GE(slow.counts().slow, 1U);
 }
 
 }  // namespace

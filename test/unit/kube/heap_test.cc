@@ -114,6 +114,18 @@ TEST(TunablesWithoutThreadCachesTest, AddsTheSettingUnlessOneIsThere) {
             std::nullopt);
 }
 
+TEST(TunableIsSetTest, FindsANameOnlyAsAWholeSetting) {
+  EXPECT_FALSE(TunableIsSet(nullptr, "glibc.malloc.arena_max"));
+  EXPECT_FALSE(TunableIsSet("", "glibc.malloc.arena_max"));
+  EXPECT_TRUE(TunableIsSet("glibc.malloc.arena_max=1", "glibc.malloc.arena_max"));
+  EXPECT_TRUE(TunableIsSet("glibc.malloc.tcache_count=0:glibc.malloc.arena_max=4",
+                           "glibc.malloc.arena_max"));
+  // A longer name that begins with it, or the name without a value, is not it.
+  EXPECT_FALSE(TunableIsSet("glibc.malloc.arena_max_x=1", "glibc.malloc.arena_max"));
+  EXPECT_FALSE(TunableIsSet("glibc.malloc.arena_max", "glibc.malloc.arena_max"));
+  EXPECT_FALSE(TunableIsSet("x.glibc.malloc.arena_max=1", "glibc.malloc.arena_max"));
+}
+
 TEST(HeapReleaserTest, InUseGrowingAfterAReleaseIsNoFall) {
   HeapReleaser r = Releaser();
   ASSERT_TRUE(r.Decide(Stats(5, 28)));

@@ -4,8 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
 #include <vector>
+
+#include "support/same_json.h"
 
 namespace caphv::kube {
 namespace {
@@ -81,6 +84,91 @@ TEST(UntrustedJsonTest, BuildsWhatNlohmannsParserBuilds) {
   for (const char* bad : {"", "{", "[1,]", R"({"a" 1})", "{} {}", "nul"}) {
     EXPECT_TRUE(ParseUntrustedJson(bad).is_discarded()) << bad;
   }
+}
+
+// Object::parse's answer, or a discarded value when it refuses `text`.
+Object NlohmannParse(const std::string& text) {
+  return Object::parse(text, nullptr, /*allow_exceptions=*/false);
+}
+
+void ExpectAsNlohmann(const std::string& text) {
+  const Object ours = ParseUntrustedJson(text);
+  const Object theirs = NlohmannParse(text);
+  EXPECT_EQ(ours.is_discarded(), theirs.is_discarded()) << text;
+  if (!theirs.is_discarded()) {
+    EXPECT_TRUE(testing::SameJson(ours, theirs)) << text << " → " << ours;
+  }
+}
+
+TEST(UntrustedJsonTest, NumbersStringsAndRefusalsAreNlohmannsTypeForType) {
+  // Integers: unsigned unless signed, as nlohmann reads them; past 64 bits a
+  // double; past a double's range refused.
+  for (const char* number : {"0",
+                             "-0",
+                             "7",
+                             "-7",
+                             "9223372036854775807",
+                             "9223372036854775808",
+                             "-9223372036854775808",
+                             "-9223372036854775809",
+                             "18446744073709551615",
+                             "18446744073709551616",
+                             "0.1",
+                             "-0.0",
+                             "1e2",
+                             "1E-2",
+                             "2.2250738585072011e-308",
+                             "100e909009000",
+                             "-1e400",
+                             "1e-400",
+                             "0.30000000000000004",
+                             "123456789012345678901234567890"}) {
+    ExpectAsNlohmann(number);
+    ExpectAsNlohmann(std::string("[") + number + "]");
+    ExpectAsNlohmann(std::string(R"({"n": )") + number + "}");
+  }
+  // Strings: escapes, surrogate pairs, and what UTF-8 or JSON forbids.
+  for (const char* text :
+       {R"("a\"b\\c\/d\b\f\n\r\t")", R"("\u00e9\u20ac\ud83d\ude00")", R"("\ud800")", R"("\udc00x")",
+        R"("\ud800\u0041")", "\"\xc3\xa9\"", "\"\xc3\"", "\"\xed\xa0\x80\"", "\"\xf4\x90\x80\x80\"",
+        "\"\xc0\xaf\"", "\"tab\there\"", R"("\x")", R"({"k\u0000": 1})"}) {
+    ExpectAsNlohmann(text);
+  }
+  // Documents: what follows the value, whitespace, literals, nesting.
+  for (const char* text : {" {} \n", "{}x", "{} {}", "[1,]", "[01]", "[.5]", "[1.]", "[+1]",
+                           "truex", "[true, false, null]", "[nul]", "{\"a\":1,}", "/* c */ 1",
+                           "\xef\xbb\xbf{}", "[1] \t\r\n"}) {
+    ExpectAsNlohmann(text);
+  }
+  // A NUL ends nlohmann's input outside a string: what comes after it is not read.
+  ExpectAsNlohmann(std::string("{}\0garbage", 10));
+  ExpectAsNlohmann(std::string("[1,\0 2]", 7));
+  ExpectAsNlohmann(Nested(kMaxJsonDepth));
+  EXPECT_TRUE(ParseUntrustedJson(Nested(kMaxJsonDepth + 1)).is_discarded());
+}
+
+TEST(UntrustedJsonTest, AListRefusedPastItsFirstItemsHandsEachOverOnce) {
+  // The items before the flaw are handed over once, whichever parser reads them.
+  for (const std::string tail : {R"(, {"name": "c"} x)", R"(, {"n": 1e999}])", R"(,]})"}) {
+    const std::string page = R"({"items": [{"name": "a"}, {"name": "b"})" + tail;
+    std::vector<std::string> names;
+    const Object rest = ParseUntrustedList(
+        page, [&](Object&& item) { names.push_back(item.value("name", std::string("?"))); });
+    EXPECT_TRUE(rest.is_discarded()) << page;
+    ASSERT_GE(names.size(), 2U) << page;
+    EXPECT_EQ(names[0], "a");
+    EXPECT_EQ(names[1], "b");
+    const std::set<std::string> distinct(names.begin(), names.end());
+    EXPECT_EQ(distinct.size(), names.size()) << page;
+  }
+  // A list nlohmann accepts and Boost refuses (bytes after a NUL) hands each item once too.
+  const std::string page =
+      std::string(R"({"items": [{"name": "a"}, {"name": "b"}]})") + std::string("\0x", 2);
+  std::vector<std::string> names;
+  const Object rest = ParseUntrustedList(
+      page, [&](Object&& item) { names.push_back(item.value("name", std::string("?"))); });
+  ASSERT_FALSE(rest.is_discarded());
+  EXPECT_EQ(names, (std::vector<std::string>{"a", "b"}));
 }
 
 const JsonKeep kEventWithoutManagedFields{kWatchEventObject, &FieldMask::WithoutManagedFields()};
