@@ -7,7 +7,9 @@
 #include "controllers/machine/machine_observe.h"
 
 #include <algorithm>
+#include <initializer_list>
 #include <set>
+#include <string_view>
 
 #include "api/codec.h"
 #include "api/conditions.h"
@@ -19,26 +21,58 @@
 
 namespace caphv::controllers {
 
+namespace {
+
+// The value at a JSON path, read in place; nullptr when a step is absent or
+// not an object.
+const kube::Object* Find(const kube::Object& o, std::initializer_list<std::string_view> path) {
+  const kube::Object* cur = &o;
+  for (std::string_view p : path) {
+    if (!cur->is_object()) return nullptr;
+    auto it = cur->find(p);
+    if (it == cur->end()) return nullptr;
+    cur = &*it;
+  }
+  return cur;
+}
+
+// The string at `key` of a JSON object; "" when absent or not a string.
+std::string_view StrAt(const kube::Object& o, std::string_view key) {
+  auto it = o.find(key);
+  return it != o.end() && it->is_string() ? std::string_view(it->get_ref<const std::string&>())
+                                          : std::string_view();
+}
+
+// The array at `path` of a JSON object, read in place; nullptr when absent.
+const kube::Object* ArrayAt(const kube::Object& o, std::initializer_list<std::string_view> path) {
+  const kube::Object* v = Find(o, path);
+  return v != nullptr && v->is_array() ? v : nullptr;
+}
+
+}  // namespace
+
+// The views below read the cached objects in place: nlohmann's value() copies
+// whole subtrees (a VM's metadata, its conditions), and every reconcile of
+// every machine reads its VM, VMI and cloud-init Secret.
 VmView ViewOfVm(const kube::Object& vm, const harvester::ClusterIdentity& identity) {
   VmView v;
   v.uid = kube::UidOf(vm);
-  v.created = vm.value("metadata", kube::Object::object()).value("creationTimestamp", "");
+  v.created = Str(vm, {"metadata", "creationTimestamp"});
   v.ours = harvester::OwnedBy(LabelsOf(vm), identity);
   v.deleting = IsDeleting(vm);
-  const kube::Object annotations =
-      vm.value("metadata", kube::Object::object()).value("annotations", kube::Object::object());
-  v.adopted = annotations.contains(std::string(harvester::kAnnotationAdopted));
-  if (auto st = vm.find("status"); st != vm.end() && st->is_object()) {
-    v.running = st->value("ready", false) || st->value("printableStatus", "") == "Running";
-    v.printable_status = st->value("printableStatus", "");
-    for (const auto& c : st->value("conditions", kube::Object::array())) {
-      if (c.is_object() && c.value("type", "") == "Synchronized" &&
-          c.value("status", "") == "False") {
-        v.not_synchronized = c.value("message", "");
-      }
-      if (c.is_object() && c.value("type", "") == "PodScheduled" &&
-          c.value("status", "") == "False") {
-        v.unschedulable = c.value("message", "");
+  const kube::Object* annotations = Find(vm, {"metadata", "annotations"});
+  if (annotations != nullptr && !annotations->is_object()) annotations = nullptr;
+  v.adopted = annotations != nullptr && annotations->contains(harvester::kAnnotationAdopted);
+  if (const kube::Object* st = Find(vm, {"status"}); st != nullptr && st->is_object()) {
+    v.printable_status = std::string(StrAt(*st, "printableStatus"));
+    auto ready = st->find("ready");
+    v.running = (ready != st->end() && ready->is_boolean() && ready->get<bool>()) ||
+                v.printable_status == "Running";
+    if (const kube::Object* conditions = ArrayAt(*st, {"conditions"})) {
+      for (const auto& c : *conditions) {
+        if (!c.is_object() || StrAt(c, "status") != "False") continue;
+        if (StrAt(c, "type") == "Synchronized") v.not_synchronized = StrAt(c, "message");
+        if (StrAt(c, "type") == "PodScheduled") v.unschedulable = StrAt(c, "message");
       }
     }
   }
@@ -48,10 +82,13 @@ VmView ViewOfVm(const kube::Object& vm, const harvester::ClusterIdentity& identi
   if (v.remove_pvcs_patch) {
     // Marked once the VM's annotations already say what the patch would.
     const kube::Object& want = (*v.remove_pvcs_patch)["metadata"]["annotations"];
-    const kube::Object have =
-        vm.value("metadata", kube::Object::object()).value("annotations", kube::Object::object());
     for (const auto& [k, val] : want.items()) {
-      if (!have.contains(k) || have[k] != val) v.pvcs_marked_for_removal = false;
+      if (annotations == nullptr) {
+        v.pvcs_marked_for_removal = false;
+        break;
+      }
+      auto have = annotations->find(k);
+      if (have == annotations->end() || *have != val) v.pvcs_marked_for_removal = false;
     }
   }
   return v;
@@ -61,17 +98,21 @@ VmiView ViewOfVmi(const kube::Object& vmi) {
   VmiView v;
   v.phase = Str(vmi, {"status", "phase"});
   for (auto& ip : harvester::VmiAddresses(vmi)) v.addresses.push_back({"ExternalIP", ip});
-  auto st = vmi.find("status");
-  if (st == vmi.end() || !st->is_object()) return v;
-  for (const auto& t : st->value("phaseTransitionTimestamps", kube::Object::array())) {
-    if (t.is_object() && t.value("phase", "") == "Running") {
-      v.running_since = t.value("phaseTransitionTimestamp", "");
+  const kube::Object* st = Find(vmi, {"status"});
+  if (st == nullptr || !st->is_object()) return v;
+  if (const kube::Object* transitions = ArrayAt(*st, {"phaseTransitionTimestamps"})) {
+    for (const auto& t : *transitions) {
+      if (t.is_object() && StrAt(t, "phase") == "Running") {
+        v.running_since = StrAt(t, "phaseTransitionTimestamp");
+      }
     }
   }
   if (v.running_since.empty() && v.phase == "Running") {
-    for (const auto& c : st->value("conditions", kube::Object::array())) {
-      if (c.is_object() && c.value("type", "") == "Ready" && c.value("status", "") == "True") {
-        v.running_since = c.value("lastTransitionTime", "");
+    if (const kube::Object* conditions = ArrayAt(*st, {"conditions"})) {
+      for (const auto& c : *conditions) {
+        if (c.is_object() && StrAt(c, "type") == "Ready" && StrAt(c, "status") == "True") {
+          v.running_since = StrAt(c, "lastTransitionTime");
+        }
       }
     }
   }
@@ -81,10 +122,8 @@ VmiView ViewOfVmi(const kube::Object& vmi) {
 SecretView ViewOfSecret(const kube::Object& secret, const harvester::ClusterIdentity& identity) {
   SecretView v;
   v.ours = harvester::OwnedBy(LabelsOf(secret), identity);
-  const kube::Object ann =
-      secret.value("metadata", kube::Object::object()).value("annotations", kube::Object::object());
-  v.content_hash = ann.value(std::string(kAnnotationContentHash), "");
-  v.not_merged_because = ann.value(std::string(kAnnotationUserDataNotMerged), "");
+  v.content_hash = Str(secret, {"metadata", "annotations", kAnnotationContentHash});
+  v.not_merged_because = Str(secret, {"metadata", "annotations", kAnnotationUserDataNotMerged});
   return v;
 }
 
@@ -127,7 +166,7 @@ MachineObservation HarvesterMachineReconciler::Observe(MachineScope& r) {
     if (!hc_name.empty() &&
         Str(*cluster, {"spec", "infrastructureRef", "kind"}) == "HarvesterCluster") {
       if (auto hc = ctx_.harvester_clusters->store().Get(r.req.ns, hc_name)) {
-        if (auto decoded = api::Decode<api::HarvesterCluster>(*hc); decoded.ok()) {
+        if (auto decoded = harvester_clusters_.Get(hc); decoded.ok()) {
           o.hc = std::move(decoded).value();
           o.management_cluster_id = harvester::ManagementClusterIdOf(o.hc->metadata.annotations,
                                                                      ctx_.management_cluster_id);

@@ -53,6 +53,7 @@
 
 #include <array>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -169,8 +170,8 @@ struct MachineObservation {
   std::string cluster_name;
   bool cluster_found = false;
   bool infrastructure_ready = false;
-  bool control_plane_initialized = false;  // Cluster API watches Nodes itself
-  std::optional<api::HarvesterCluster> hc;
+  bool control_plane_initialized = false;           // Cluster API watches Nodes itself
+  std::shared_ptr<const api::HarvesterCluster> hc;  // shared by the cluster's machines
   // The id recorded on the HarvesterCluster, else the current management
   // cluster's (harvester::ManagementClusterIdOf).
   std::string management_cluster_id;

@@ -29,6 +29,7 @@
 #include <string>
 
 #include "controllers/context.h"
+#include "controllers/decoded_cache.h"
 #include "controllers/machine/machine_plan.h"
 #include "controllers/scope.h"
 #include "kube/controller.h"
@@ -81,6 +82,8 @@ class HarvesterMachineReconciler {
   // a restart, after which the condition, once written, is final anyway).
   std::set<std::string> nodes_initialized_;
   StatusHold status_hold_;
+  // The HarvesterClusters every machine of a cluster reads at each reconcile.
+  DecodedCache<api::HarvesterCluster> harvester_clusters_;
 };
 
 }  // namespace caphv::controllers

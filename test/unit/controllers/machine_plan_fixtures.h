@@ -92,7 +92,7 @@ inline MachineObservation Base(bool pool_mode) {
     vnc.subnet_mask = "255.255.255.0";
     hc.spec.vm_network_config = vnc;
   }
-  o.hc = hc;
+  o.hc = std::make_shared<const api::HarvesterCluster>(std::move(hc));
   o.management_cluster_id = kMgmtId;
   o.harvester = {true, "", "", {}, "https://harvester:6443"};
   return o;

@@ -135,8 +135,10 @@ TEST(MachinePlanTest, AVmHeldForItsVolumesSaysWhy) {
 // VM is pinned there by the domain's node label, and the machine reports it.
 TEST(MachinePlanTest, AMachineInAFailureDomainGetsAVmPinnedToIt) {
   auto o = Base(false);
-  o.hc->status.failure_domains =
+  auto hc = *o.hc;
+  hc.status.failure_domains =
       harvester::FailureDomainsOfHosts({{"h1", "zone-a"}, {"h2", "zone-b"}});
+  o.hc = std::make_shared<const api::HarvesterCluster>(std::move(hc));
   o.machine_failure_domain = "zone-b";
   o.hm.spec.failure_domain = "zone-a";  // the Machine's wins
   o.inputs = Inputs();
