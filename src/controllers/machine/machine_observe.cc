@@ -39,8 +39,8 @@ const kube::Object* Find(const kube::Object& o, std::initializer_list<std::strin
 // The string at `key` of a JSON object; "" when absent or not a string.
 std::string_view StrAt(const kube::Object& o, std::string_view key) {
   auto it = o.find(key);
-  return it != o.end() && it->is_string() ? std::string_view(it->get_ref<const std::string&>())
-                                          : std::string_view();
+  if (it == o.end() || !it->is_string()) return {};
+  return it->get_ref<const std::string&>();
 }
 
 // The array at `path` of a JSON object, read in place; nullptr when absent.
