@@ -7,6 +7,7 @@
 
 #include "api/yaml.h"
 #include "harvester/load_balancer.h"
+#include "kube/json_path.h"
 
 namespace caphv::backup {
 namespace {
@@ -17,15 +18,8 @@ constexpr std::string_view kCapiGroup = "cluster.x-k8s.io";
 constexpr std::string_view kAddonsGroup = "addons.cluster.x-k8s.io";
 constexpr std::string_view kInfraGroup = "infrastructure.cluster.x-k8s.io";
 
-std::string StringAt(const Object& o, std::initializer_list<const char*> path) {
-  const Object* cur = &o;
-  for (const char* key : path) {
-    if (!cur->is_object()) return {};
-    auto it = cur->find(key);
-    if (it == cur->end()) return {};
-    cur = &*it;
-  }
-  return cur->is_string() ? cur->get<std::string>() : std::string();
+std::string StringAt(const Object& o, kube::FieldPath path) {
+  return std::string(kube::StringAt(o, path));
 }
 
 std::map<std::string, std::string> LabelsOf(const Object& o) {
@@ -41,15 +35,9 @@ std::map<std::string, std::string> LabelsOf(const Object& o) {
 }
 
 // The object at `path` under `o`; an empty object when there is none.
-Object ObjectAt(const Object& o, std::initializer_list<const char*> path) {
-  const Object* cur = &o;
-  for (const char* key : path) {
-    if (!cur->is_object()) return Object::object();
-    auto it = cur->find(key);
-    if (it == cur->end()) return Object::object();
-    cur = &*it;
-  }
-  return cur->is_object() ? *cur : Object::object();
+Object ObjectAt(const Object& o, kube::FieldPath path) {
+  const Object* v = kube::Find(o, path);
+  return v != nullptr && v->is_object() ? *v : Object::object();
 }
 
 bool Is(const ObjectRef& r, std::string_view group, std::string_view kind) {

@@ -6,18 +6,12 @@
 
 #include "api/conditions.h"
 #include "harvester/naming.h"
+#include "kube/json_path.h"
 
 namespace caphv::controllers {
 
 std::string Str(const kube::Object& o, std::initializer_list<std::string_view> path) {
-  const kube::Object* cur = &o;
-  for (std::string_view p : path) {
-    if (!cur->is_object()) return {};
-    auto it = cur->find(std::string(p));
-    if (it == cur->end()) return {};
-    cur = &*it;
-  }
-  return cur->is_string() ? cur->get<std::string>() : std::string();
+  return std::string(kube::StringAt(o, path));
 }
 
 std::string CapiOwnerName(const kube::Object& o, std::string_view kind) {
@@ -98,12 +92,8 @@ std::optional<kube::Object> RemoveFinalizerPatch(const kube::Object& o, std::str
 }
 
 bool ClusterInfrastructureReady(const kube::Object& cluster) {
-  auto status = cluster.find("status");
-  if (status == cluster.end() || !status->is_object()) return false;
-  if (status->value("infrastructureReady", false)) return true;
-  auto init = status->find("initialization");
-  return init != status->end() && init->is_object() &&
-         init->value("infrastructureProvisioned", false);
+  return kube::TrueAt(cluster, {"status", "infrastructureReady"}) ||
+         kube::TrueAt(cluster, {"status", "initialization", "infrastructureProvisioned"});
 }
 
 std::map<std::string, std::string> LabelsOf(const kube::Object& o) {
@@ -119,21 +109,15 @@ std::map<std::string, std::string> LabelsOf(const kube::Object& o) {
 }
 
 bool ClusterControlPlaneInitialized(const kube::Object& cluster) {
-  auto status = cluster.find("status");
-  if (status == cluster.end() || !status->is_object()) return false;
-  if (auto init = status->find("initialization");
-      init != status->end() && init->is_object() && init->value("controlPlaneInitialized", false)) {
-    return true;
-  }
-  auto conditions = status->find("conditions");
-  if (conditions == status->end() || !conditions->is_array()) return false;
-  for (const auto& c : *conditions) {
-    if (c.is_object() && c.value("type", "") == "ControlPlaneInitialized" &&
-        c.value("status", "") == "True") {
-      return true;
-    }
-  }
-  return false;
+  if (kube::TrueAt(cluster, {"status", "initialization", "controlPlaneInitialized"})) return true;
+  const kube::Object* conditions = kube::Find(cluster, {"status", "conditions"});
+  if (conditions == nullptr || !conditions->is_array()) return false;
+  // Read in place: every reconcile of every machine asks (value() copied
+  // each condition's strings).
+  return std::any_of(conditions->begin(), conditions->end(), [](const kube::Object& c) {
+    return kube::StringAt(c, {"type"}) == "ControlPlaneInitialized" &&
+           kube::StringAt(c, {"status"}) == "True";
+  });
 }
 
 std::string CapiVersionServed(const kube::Object& api_group) {

@@ -16,7 +16,8 @@
 // only decode more often.
 //
 // Thread safety: Get may be called from any thread; decoding happens outside
-// the lock.
+// the lock, and two readers that miss on the same version at once keep the
+// first one's entry.
 
 #pragma once
 
@@ -42,17 +43,15 @@ class DecodedCache {
   kube::StatusOr<std::shared_ptr<const T>> Get(const kube::ObjectPtr& object) {
     {
       std::lock_guard lock(mu_);
-      for (const Entry& e : entries_) {
-        if (!e.source.owner_before(object) && !object.owner_before(e.source) &&
-            !e.source.expired()) {
-          return e.value;
-        }
-      }
+      if (auto found = FindLocked(object)) return found;
     }
     auto decoded = api::Decode<T>(*object);
     if (!decoded.ok()) return decoded.status();
     auto value = std::make_shared<const T>(std::move(decoded).value());
     std::lock_guard lock(mu_);
+    // Another reader may have decoded the same version meanwhile: keep its
+    // entry, so the version takes one slot.
+    if (auto found = FindLocked(object)) return found;
     if (entries_.size() < capacity_) {
       entries_.push_back({object, value});
     } else {
@@ -72,6 +71,15 @@ class DecodedCache {
     std::weak_ptr<const kube::Object> source;
     std::shared_ptr<const T> value;
   };
+
+  std::shared_ptr<const T> FindLocked(const kube::ObjectPtr& object) const {
+    for (const Entry& e : entries_) {
+      if (!e.source.owner_before(object) && !object.owner_before(e.source) && !e.source.expired()) {
+        return e.value;
+      }
+    }
+    return nullptr;
+  }
   const size_t capacity_;
   mutable std::mutex mu_;
   std::vector<Entry> entries_;

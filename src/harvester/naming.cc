@@ -2,34 +2,15 @@
 
 #include "harvester/naming.h"
 
-#include <openssl/evp.h>
-
+#include <algorithm>
 #include <cctype>
+
+#include "kube/digest.h"
 
 namespace caphv::harvester {
 
-namespace {
-// SHA-256 fetched from OpenSSL's providers once. EVP_sha256() makes
-// EVP_Digest look the algorithm up again on every call (OpenSSL 3's
-// implicit fetch, under its locks); a machine's reconcile hashes its
-// cluster's identity for each object it checks ownership of. Kept for the
-// life of the process.
-const EVP_MD* Sha256() {
-  static const EVP_MD* const fetched = EVP_MD_fetch(nullptr, "SHA256", nullptr);
-  return fetched != nullptr ? fetched : EVP_sha256();
-}
-}  // namespace
-
 std::string HexHash(std::string_view data, size_t hex_chars) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_Digest(data.data(), data.size(), digest, &len, Sha256(), nullptr);
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < len && out.size() < hex_chars; ++i) {
-    out.push_back(kHex[digest[i] >> 4]);
-    out.push_back(kHex[digest[i] & 0xf]);
-  }
+  std::string out = kube::Sha256Hex(data);
   out.resize(std::min(out.size(), hex_chars));
   return out;
 }
@@ -54,11 +35,11 @@ std::string ManagementClusterIdOf(const std::map<std::string, std::string>& anno
 
 namespace {
 
-std::string TrimDashes(std::string s) {
+std::string TrimDashes(std::string_view s) {
   size_t b = s.find_first_not_of('-');
-  if (b == std::string::npos) return "";
+  if (b == std::string_view::npos) return "";
   size_t e = s.find_last_not_of('-');
-  return s.substr(b, e - b + 1);
+  return std::string(s.substr(b, e - b + 1));
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include "api/quantity.h"
 #include "harvester/resources.h"
+#include "kube/json_path.h"
 
 namespace caphv::harvester {
 namespace {
@@ -388,17 +389,6 @@ bool LinkLocalOrLoopback(std::string_view ip) {
   return starts("169.254.") || starts("127.");
 }
 
-const kube::Object* At(const kube::Object& o, std::initializer_list<const char*> path) {
-  const kube::Object* at = &o;
-  for (const char* key : path) {
-    if (!at->is_object()) return nullptr;
-    auto it = at->find(key);
-    if (it == at->end()) return nullptr;
-    at = &*it;
-  }
-  return at;
-}
-
 }  // namespace
 
 const kube::FieldMask& VmFields() {
@@ -425,7 +415,7 @@ const kube::FieldMask& VmiFields() {
 
 std::vector<std::string> VmiAddresses(const kube::Object& vmi) {
   std::set<std::string> declared;
-  if (const kube::Object* spec = At(vmi, {"spec", "domain", "devices", "interfaces"});
+  if (const kube::Object* spec = kube::Find(vmi, {"spec", "domain", "devices", "interfaces"});
       spec != nullptr && spec->is_array()) {
     for (const auto& i : *spec) {
       if (i.is_object() && i.contains("name") && i["name"].is_string()) {
@@ -441,7 +431,7 @@ std::vector<std::string> VmiAddresses(const kube::Object& vmi) {
     if (text.empty() || LinkLocalOrLoopback(text) || !seen.insert(text).second) return;
     out.push_back(std::move(text));
   };
-  const kube::Object* status = At(vmi, {"status", "interfaces"});
+  const kube::Object* status = kube::Find(vmi, {"status", "interfaces"});
   if (status == nullptr || !status->is_array()) return out;
   for (const auto& nic : *status) {
     if (!nic.is_object()) continue;

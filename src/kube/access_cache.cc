@@ -2,7 +2,7 @@
 
 #include "kube/access_cache.h"
 
-#include <openssl/evp.h>
+#include "kube/digest.h"
 
 namespace caphv::kube {
 
@@ -10,16 +10,8 @@ AccessDecisionCache::AccessDecisionCache(AccessCacheOptions options, const Clock
     : options_(options), clock_(clock) {}
 
 std::string AccessDecisionCache::KeyOf(std::string_view token, const AccessRequest& request) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_Digest(token.data(), token.size(), digest, &len, EVP_sha256(), nullptr);
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string key;
-  key.reserve((size_t{len} * 2) + request.verb.size() + request.path.size() + 2);
-  for (unsigned int i = 0; i < len; ++i) {
-    key += kHex[digest[i] >> 4];
-    key += kHex[digest[i] & 0xf];
-  }
+  std::string key = Sha256Hex(token);
+  key.reserve(key.size() + request.verb.size() + request.path.size() + 2);
   key += ' ';
   key += request.verb;
   key += ' ';

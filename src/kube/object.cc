@@ -1,26 +1,44 @@
 // File: kube/object.cc
 //
-// Metadata accessors of kube/object.h.
+// Metadata accessors of kube/object.h, and the path readers of
+// kube/json_path.h.
 
 #include "kube/object.h"
 
-namespace caphv::kube {
-namespace {
+#include "kube/json_path.h"
 
-std::string MetaString(const Object& o, const char* key) {
-  auto m = o.find("metadata");
-  if (m == o.end() || !m->is_object()) return {};
-  auto v = m->find(key);
-  if (v == m->end() || !v->is_string()) return {};
-  return v->get<std::string>();
+namespace caphv::kube {
+
+const Object* Find(const Object& o, FieldPath path) {
+  const Object* cur = &o;
+  for (std::string_view key : path) {
+    if (!cur->is_object()) return nullptr;
+    auto it = cur->find(key);
+    if (it == cur->end()) return nullptr;
+    cur = &*it;
+  }
+  return cur;
 }
 
-}  // namespace
+std::string_view StringAt(const Object& o, FieldPath path) {
+  const Object* v = Find(o, path);
+  if (v == nullptr || !v->is_string()) return {};
+  return v->get_ref<const std::string&>();
+}
 
-std::string NamespaceOf(const Object& o) { return MetaString(o, "namespace"); }
-std::string NameOf(const Object& o) { return MetaString(o, "name"); }
-std::string ResourceVersionOf(const Object& o) { return MetaString(o, "resourceVersion"); }
-std::string UidOf(const Object& o) { return MetaString(o, "uid"); }
+bool TrueAt(const Object& o, FieldPath path) {
+  const Object* v = Find(o, path);
+  return v != nullptr && v->is_boolean() && v->get<bool>();
+}
+
+std::string NamespaceOf(const Object& o) {
+  return std::string(StringAt(o, {"metadata", "namespace"}));
+}
+std::string NameOf(const Object& o) { return std::string(StringAt(o, {"metadata", "name"})); }
+std::string ResourceVersionOf(const Object& o) {
+  return std::string(StringAt(o, {"metadata", "resourceVersion"}));
+}
+std::string UidOf(const Object& o) { return std::string(StringAt(o, {"metadata", "uid"})); }
 std::string KeyOf(const Object& o) {
   std::string ns = NamespaceOf(o);
   return ns.empty() ? NameOf(o) : ns + "/" + NameOf(o);

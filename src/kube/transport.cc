@@ -18,23 +18,19 @@ void GlobalInit() {
   std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
 }
 
-// The SSL_CTX of a request connection: OpenSSL frees the connection's record
-// buffers (about 34 KiB) while no record is in flight, so an idle pooled
-// connection holds only its TLS state. libcurl (7.88) sets this mode on
-// every connection it makes; said here so that it does not depend on that.
-CURLcode ReleaseIdleBuffers(CURL* /*handle*/, void* ssl_ctx, void* /*user*/) {
-  SSL_CTX_set_mode(static_cast<SSL_CTX*>(ssl_ctx), SSL_MODE_RELEASE_BUFFERS);
-  return CURLE_OK;
-}
-
-// The SSL_CTX of a watch: its buffers kept. A watch reads a record at every
-// event; with libcurl's mode OpenSSL allocates the 17 KiB read buffer for
-// each and frees it after, and each such allocation made glibc merge every
-// small block freed since the last one (malloc_consolidate, the manager's
-// costliest function under perf). Measured with bench/provision_bench at 200
-// machines, two runs each, alternating: manager CPU 5.10 and 4.98 s against
-// 5.29 and 5.35 s; RSS ready 0.5 MiB more (about 35 KiB per watch).
-CURLcode KeepWatchBuffers(CURL* /*handle*/, void* ssl_ctx, void* /*user*/) {
+// The SSL_CTX of every connection: OpenSSL keeps its record buffers (about
+// 34 KiB) for the connection's life. libcurl (7.88) sets
+// SSL_MODE_RELEASE_BUFFERS, with which OpenSSL allocates the 17 KiB read
+// buffer at each record and frees it after; each such allocation made glibc
+// merge every small block freed since the last one (malloc_consolidate, the
+// manager's costliest function under perf). Watches were measured first
+// (bench/provision_bench at 200 machines, two runs each, alternating:
+// manager CPU 5.10 and 4.98 s against 5.29 and 5.35 s; RSS ready 0.5 MiB
+// more, about 35 KiB per watch); request connections followed when a profile
+// found their reads at 3.6 % of the manager's CPU while provisioning
+// (bench/README.md). A pooled request connection is closed after 90 s idle,
+// and its buffers with it.
+CURLcode KeepRecordBuffers(CURL* /*handle*/, void* ssl_ctx, void* /*user*/) {
   SSL_CTX_clear_mode(static_cast<SSL_CTX*>(ssl_ctx), SSL_MODE_RELEASE_BUFFERS);
   return CURLE_OK;
 }
@@ -262,7 +258,7 @@ StatusOr<TransportResponse> Transport::Do(std::string_view method,
   TransportResponse resp;
   curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
   curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout.count()));
-  curl_easy_setopt(h, CURLOPT_SSL_CTX_FUNCTION, ReleaseIdleBuffers);
+  curl_easy_setopt(h, CURLOPT_SSL_CTX_FUNCTION, KeepRecordBuffers);
   Collected collected{&resp.body};
   curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, CollectBody);
   curl_easy_setopt(h, CURLOPT_WRITEDATA, &collected);
@@ -310,7 +306,7 @@ StatusOr<TransportResponse> Transport::Stream(const std::string& path_and_query,
   curl_easy_setopt(h, CURLOPT_XFERINFODATA, &state);
   curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
   curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, static_cast<long>(idle_timeout.count()));
-  curl_easy_setopt(h, CURLOPT_SSL_CTX_FUNCTION, KeepWatchBuffers);
+  curl_easy_setopt(h, CURLOPT_SSL_CTX_FUNCTION, KeepRecordBuffers);
   CURLcode rc = curl_easy_perform(h);
   long status = state.status;
   if (status == 0) curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);

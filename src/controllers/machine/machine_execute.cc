@@ -115,7 +115,7 @@ Status HarvesterMachineReconciler::Execute(MachineScope& r, const MachineAction&
       auto patched = r.conn->client().Patch(harvester::kVirtualMachines, ns, name,
                                             kube::PatchType::kMerge, a.body);
       if (!patched.ok()) return patched.status();
-      o.vm = ViewOfVm(*patched, MachineIdentity(o));
+      o.vm = ViewOfVm(*patched, MachineIdentity(o), o.deleting);
       Emit(r, {false, "VMAdopted",
                "adopted VirtualMachine " + ns + "/" + name +
                    ", which spec.providerID names (made outside this management cluster)"});
@@ -143,7 +143,7 @@ Status HarvesterMachineReconciler::Execute(MachineScope& r, const MachineAction&
       auto patched = r.conn->client().Patch(harvester::kVirtualMachines, ns, name,
                                             kube::PatchType::kMerge, a.body);
       if (patched.ok()) {
-        o.vm = ViewOfVm(*patched, MachineIdentity(o));
+        o.vm = ViewOfVm(*patched, MachineIdentity(o), o.deleting);
       } else if (patched.status().IsNotFound()) {
         o.vm.reset();
       } else {
@@ -192,7 +192,7 @@ Status HarvesterMachineReconciler::Execute(MachineScope& r, const MachineAction&
     case ActionKind::kConfirmVmGone: {
       auto vm = r.conn->client().Get(harvester::kVirtualMachines, ns, name);
       if (vm.ok()) {
-        o.vm = ViewOfVm(*vm, MachineIdentity(o));
+        o.vm = ViewOfVm(*vm, MachineIdentity(o), o.deleting);
       } else if (vm.status().IsNotFound()) {
         ConfirmVmGone(o);
       } else {
@@ -315,7 +315,7 @@ Status HarvesterMachineReconciler::CreateOrAdopt(MachineScope& r, const MachineA
     r.log.Info("Created the VirtualMachine", {{"vm", ns + "/" + kube::NameOf(a.body)}});
   }
   if (vm) {
-    o.vm = ViewOfVm(*written, identity);
+    o.vm = ViewOfVm(*written, identity, o.deleting);
   } else {
     o.cloud_init_secret = ViewOfSecret(*written, identity);
   }

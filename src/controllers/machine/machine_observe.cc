@@ -18,34 +18,15 @@
 #include "harvester/naming.h"
 #include "harvester/resources.h"
 #include "harvester/vm_builder.h"
+#include "kube/json_path.h"
 
 namespace caphv::controllers {
 
 namespace {
 
-// The value at a JSON path, read in place; nullptr when a step is absent or
-// not an object.
-const kube::Object* Find(const kube::Object& o, std::initializer_list<std::string_view> path) {
-  const kube::Object* cur = &o;
-  for (std::string_view p : path) {
-    if (!cur->is_object()) return nullptr;
-    auto it = cur->find(p);
-    if (it == cur->end()) return nullptr;
-    cur = &*it;
-  }
-  return cur;
-}
-
-// The string at `key` of a JSON object; "" when absent or not a string.
-std::string_view StrAt(const kube::Object& o, std::string_view key) {
-  auto it = o.find(key);
-  if (it == o.end() || !it->is_string()) return {};
-  return it->get_ref<const std::string&>();
-}
-
 // The array at `path` of a JSON object, read in place; nullptr when absent.
-const kube::Object* ArrayAt(const kube::Object& o, std::initializer_list<std::string_view> path) {
-  const kube::Object* v = Find(o, path);
+const kube::Object* ArrayAt(const kube::Object& o, kube::FieldPath path) {
+  const kube::Object* v = kube::Find(o, path);
   return v != nullptr && v->is_array() ? v : nullptr;
 }
 
@@ -54,31 +35,34 @@ const kube::Object* ArrayAt(const kube::Object& o, std::initializer_list<std::st
 // The views below read the cached objects in place: nlohmann's value() copies
 // whole subtrees (a VM's metadata, its conditions), and every reconcile of
 // every machine reads its VM, VMI and cloud-init Secret.
-VmView ViewOfVm(const kube::Object& vm, const harvester::ClusterIdentity& identity) {
+VmView ViewOfVm(const kube::Object& vm, const harvester::ClusterIdentity& identity,
+                bool for_deletion) {
   VmView v;
   v.uid = kube::UidOf(vm);
   v.created = Str(vm, {"metadata", "creationTimestamp"});
   v.ours = harvester::OwnedBy(LabelsOf(vm), identity);
   v.deleting = IsDeleting(vm);
-  const kube::Object* annotations = Find(vm, {"metadata", "annotations"});
+  const kube::Object* annotations = kube::Find(vm, {"metadata", "annotations"});
   if (annotations != nullptr && !annotations->is_object()) annotations = nullptr;
   v.adopted = annotations != nullptr && annotations->contains(harvester::kAnnotationAdopted);
-  if (const kube::Object* st = Find(vm, {"status"}); st != nullptr && st->is_object()) {
-    v.printable_status = std::string(StrAt(*st, "printableStatus"));
+  if (const kube::Object* st = kube::Find(vm, {"status"}); st != nullptr && st->is_object()) {
+    v.printable_status = std::string(kube::StringAt(*st, {"printableStatus"}));
     auto ready = st->find("ready");
     v.running = (ready != st->end() && ready->is_boolean() && ready->get<bool>()) ||
                 v.printable_status == "Running";
     if (const kube::Object* conditions = ArrayAt(*st, {"conditions"})) {
       for (const auto& c : *conditions) {
-        if (!c.is_object() || StrAt(c, "status") != "False") continue;
-        if (StrAt(c, "type") == "Synchronized") v.not_synchronized = StrAt(c, "message");
-        if (StrAt(c, "type") == "PodScheduled") v.unschedulable = StrAt(c, "message");
+        if (!c.is_object() || kube::StringAt(c, {"status"}) != "False") continue;
+        const std::string_view type = kube::StringAt(c, {"type"});
+        if (type == "Synchronized") v.not_synchronized = kube::StringAt(c, {"message"});
+        if (type == "PodScheduled") v.unschedulable = kube::StringAt(c, {"message"});
       }
     }
   }
   v.cloud_init_secret = harvester::CloudInitSecretOf(vm);
-  v.remove_pvcs_patch = harvester::RemovePvcsPatch(vm);
   v.pvcs_marked_for_removal = true;
+  if (!for_deletion) return v;
+  v.remove_pvcs_patch = harvester::RemovePvcsPatch(vm);
   if (v.remove_pvcs_patch) {
     // Marked once the VM's annotations already say what the patch would.
     const kube::Object& want = (*v.remove_pvcs_patch)["metadata"]["annotations"];
@@ -98,20 +82,21 @@ VmiView ViewOfVmi(const kube::Object& vmi) {
   VmiView v;
   v.phase = Str(vmi, {"status", "phase"});
   for (auto& ip : harvester::VmiAddresses(vmi)) v.addresses.push_back({"ExternalIP", ip});
-  const kube::Object* st = Find(vmi, {"status"});
+  const kube::Object* st = kube::Find(vmi, {"status"});
   if (st == nullptr || !st->is_object()) return v;
   if (const kube::Object* transitions = ArrayAt(*st, {"phaseTransitionTimestamps"})) {
     for (const auto& t : *transitions) {
-      if (t.is_object() && StrAt(t, "phase") == "Running") {
-        v.running_since = StrAt(t, "phaseTransitionTimestamp");
+      if (t.is_object() && kube::StringAt(t, {"phase"}) == "Running") {
+        v.running_since = kube::StringAt(t, {"phaseTransitionTimestamp"});
       }
     }
   }
   if (v.running_since.empty() && v.phase == "Running") {
     if (const kube::Object* conditions = ArrayAt(*st, {"conditions"})) {
       for (const auto& c : *conditions) {
-        if (c.is_object() && StrAt(c, "type") == "Ready" && StrAt(c, "status") == "True") {
-          v.running_since = StrAt(c, "lastTransitionTime");
+        if (c.is_object() && kube::StringAt(c, {"type"}) == "Ready" &&
+            kube::StringAt(c, {"status"}) == "True") {
+          v.running_since = kube::StringAt(c, {"lastTransitionTime"});
         }
       }
     }
@@ -203,7 +188,7 @@ void HarvesterMachineReconciler::ObserveHarvester(MachineScope& r, MachineObserv
   const std::string& ns = hc.spec.target_namespace;
   const std::string& name = o.hm.metadata.name;
   const harvester::ClusterIdentity identity = MachineIdentity(o);
-  if (auto vm = conn.vms().Get(ns, name)) o.vm = ViewOfVm(*vm, identity);
+  if (auto vm = conn.vms().Get(ns, name)) o.vm = ViewOfVm(*vm, identity, o.deleting);
   if (auto vmi = conn.vmis().Get(ns, name)) o.vmi = ViewOfVmi(*vmi);
   for (const auto& pvc : conn.Disks(ns, name)) {
     o.pvcs.push_back({kube::NameOf(*pvc), IsDeleting(*pvc)});

@@ -16,8 +16,12 @@
 namespace caphv::controllers {
 
 // A VirtualMachine: uid, whether it carries `identity`'s cluster id, whether
-// it is being deleted, and whether its PVCs are already marked for removal.
-VmView ViewOfVm(const kube::Object& vm, const harvester::ClusterIdentity& identity);
+// it is being deleted, and, when `for_deletion` (the machine is being
+// deleted), the patch that marks its PVCs for removal and whether the VM is
+// marked already. Only a deletion reads those: the patch parses the VM's
+// volumeClaimTemplates annotation, JSON in a string.
+VmView ViewOfVm(const kube::Object& vm, const harvester::ClusterIdentity& identity,
+                bool for_deletion);
 
 // A VirtualMachineInstance: phase and addresses (status.interfaces[].ip and
 // ipAddresses, in order, without duplicates).

@@ -68,6 +68,23 @@ TEST(CapiTest, InfrastructureReadyInBothContracts) {
   EXPECT_TRUE(ClusterInfrastructureReady(Object{{"status", {{"infrastructureReady", true}}}}));
   EXPECT_TRUE(ClusterInfrastructureReady(
       Object{{"status", {{"initialization", {{"infrastructureProvisioned", true}}}}}}));
+  // Odd shapes are not ready, and do not throw.
+  EXPECT_FALSE(ClusterInfrastructureReady(Object{{"status", {{"infrastructureReady", "true"}}}}));
+  EXPECT_FALSE(ClusterInfrastructureReady(Object{{"status", {{"initialization", 1}}}}));
+}
+
+TEST(CapiTest, ControlPlaneInitializedInBothContracts) {
+  EXPECT_FALSE(ClusterControlPlaneInitialized(Object{{"status", Object::object()}}));
+  EXPECT_TRUE(ClusterControlPlaneInitialized(
+      Object{{"status", {{"initialization", {{"controlPlaneInitialized", true}}}}}}));
+  EXPECT_TRUE(ClusterControlPlaneInitialized(Object::parse(
+      R"({"status": {"conditions": [{"type": "Ready", "status": "False"},
+          {"type": "ControlPlaneInitialized", "status": "True"}]}})")));
+  EXPECT_FALSE(ClusterControlPlaneInitialized(Object::parse(
+      R"({"status": {"conditions": [{"type": "ControlPlaneInitialized", "status": "False"}]}})")));
+  EXPECT_FALSE(ClusterControlPlaneInitialized(Object::parse(
+      R"({"status": {"conditions": ["ControlPlaneInitialized", {"type": 1, "status": "True"}],
+          "initialization": {"controlPlaneInitialized": "yes"}}})")));
 }
 
 TEST(CapiTest, ClusterApiObjectsAreReadAtTheNewestVersionServed) {

@@ -6,6 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <thread>
+#include <vector>
+
 #include "api/codec.h"
 #include "controllers/decoded_cache.h"
 #include "harvester/naming.h"
@@ -50,7 +53,7 @@ Object Vm() {
 }
 
 TEST(MachineObserveTest, AVmViewReadsWhatThePlannerNeeds) {
-  const VmView v = ViewOfVm(Vm(), kIdentity);
+  const VmView v = ViewOfVm(Vm(), kIdentity, true);
   EXPECT_EQ(v.uid, "vm-uid");
   EXPECT_EQ(v.created, "2026-12-07T03:00:00Z");
   EXPECT_TRUE(v.ours);
@@ -63,6 +66,13 @@ TEST(MachineObserveTest, AVmViewReadsWhatThePlannerNeeds) {
   EXPECT_EQ(v.cloud_init_secret, "m1-cloud-init");
   ASSERT_TRUE(v.remove_pvcs_patch.has_value());
   EXPECT_FALSE(v.pvcs_marked_for_removal) << "the VM lacks the removal annotation";
+
+  // A machine that is not being deleted reads the same, without the patch.
+  const VmView living = ViewOfVm(Vm(), kIdentity, false);
+  EXPECT_EQ(living.uid, "vm-uid");
+  EXPECT_EQ(living.printable_status, "Starting");
+  EXPECT_EQ(living.cloud_init_secret, "m1-cloud-init");
+  EXPECT_FALSE(living.remove_pvcs_patch.has_value());
 }
 
 TEST(MachineObserveTest, AVmViewSeesRunningDeletionAdoptionAndTheRemovalMark) {
@@ -72,7 +82,7 @@ TEST(MachineObserveTest, AVmViewSeesRunningDeletionAdoptionAndTheRemovalMark) {
   vm["metadata"]["annotations"][std::string(harvester::kAnnotationAdopted)] = "true";
   vm["metadata"]["annotations"]["harvesterhci.io/removedPersistentVolumeClaims"] =
       "m1-disk-0-abcde,m1-disk-1-fghij";
-  const VmView v = ViewOfVm(vm, kIdentity);
+  const VmView v = ViewOfVm(vm, kIdentity, true);
   EXPECT_TRUE(v.running);
   EXPECT_TRUE(v.deleting);
   EXPECT_TRUE(v.adopted);
@@ -81,15 +91,15 @@ TEST(MachineObserveTest, AVmViewSeesRunningDeletionAdoptionAndTheRemovalMark) {
 
   vm["metadata"]["annotations"]["harvesterhci.io/removedPersistentVolumeClaims"] =
       "m1-disk-0-abcde";
-  EXPECT_FALSE(ViewOfVm(vm, kIdentity).pvcs_marked_for_removal);
+  EXPECT_FALSE(ViewOfVm(vm, kIdentity, true).pvcs_marked_for_removal);
 }
 
 TEST(MachineObserveTest, AVmOfAnotherClusterOrOfOddShapeIsReadWithoutThrowing) {
-  EXPECT_FALSE(ViewOfVm(Vm(), {"mgmt-uid", "team", "c2"}).ours);
+  EXPECT_FALSE(ViewOfVm(Vm(), {"mgmt-uid", "team", "c2"}, true).ours);
   Object odd = {{"metadata", {{"name", "m1"}, {"annotations", "not an object"}}},
                 {"status", {{"ready", "yes"}, {"conditions", {1, "two", {{"type", 3}}}}}}};
   VmView v;
-  ASSERT_NO_THROW(v = ViewOfVm(odd, kIdentity));
+  ASSERT_NO_THROW(v = ViewOfVm(odd, kIdentity, true));
   EXPECT_FALSE(v.running);
   EXPECT_FALSE(v.adopted);
   EXPECT_TRUE(v.pvcs_marked_for_removal) << "a VM that lists no PVC has nothing to mark";
@@ -175,6 +185,22 @@ TEST(DecodedCacheTest, AFreedObjectNeverMatchesAndTheCacheStaysBounded) {
     EXPECT_EQ((*got)->spec.target_namespace, "new-" + std::to_string(i));
   }
   EXPECT_EQ(cache.size(), 2u);
+}
+
+TEST(DecodedCacheTest, ReadersThatMissTogetherShareOneEntry) {
+  DecodedCache<api::HarvesterCluster> cache;
+  const kube::ObjectPtr v1 = HarvesterClusterObject("guests");
+  std::vector<std::shared_ptr<const api::HarvesterCluster>> got(8);
+  {
+    std::vector<std::jthread> readers;
+    for (auto& slot : got) {
+      readers.emplace_back([&cache, &v1, &slot] { slot = *cache.Get(v1); });
+    }
+  }
+  EXPECT_EQ(cache.size(), 1u) << "one version, one slot";
+  // A reader whose decode lost the race returns the stored one, not its own.
+  const auto stored = *cache.Get(v1);
+  for (const auto& g : got) EXPECT_EQ(g.get(), stored.get());
 }
 
 TEST(DecodedCacheTest, AnUndecodableObjectIsAnErrorEachTime) {

@@ -1,11 +1,14 @@
 // File: test/unit/kube/object_test.cc
 //
 // SameBut and ChangedBeyondResourceVersion: what an informer compares of
-// two versions of a cached object.
+// two versions of a cached object. Find and StringAt: reading a field of an
+// object of any shape in place.
 
 #include "kube/object.h"
 
 #include <gtest/gtest.h>
+
+#include "kube/json_path.h"
 
 namespace caphv::kube {
 namespace {
@@ -38,6 +41,27 @@ TEST(ChangedBeyondResourceVersionTest, FalseForUpdatesToFieldsLeftOut) {
   // A resync (same resourceVersion) passes; so does what is not an object.
   EXPECT_TRUE(update(base, base));
   EXPECT_TRUE(update(Object("x"), Object("y")));
+}
+
+TEST(FindTest, ReadsInPlaceAndStopsAtAnythingButAnObject) {
+  const Object o = Object::parse(
+      R"({"metadata": {"name": "vm-1", "labels": {"a": "b"}, "generation": 3},
+          "spec": ["not", "an", "object"], "status": null})");
+  const Object* labels = Find(o, {"metadata", "labels"});
+  ASSERT_NE(labels, nullptr);
+  EXPECT_EQ(labels, &o["metadata"]["labels"]) << "the object itself, not a copy";
+  EXPECT_EQ(Find(o, {}), &o);
+  EXPECT_EQ(Find(o, {"metadata", "missing"}), nullptr);
+  EXPECT_EQ(Find(o, {"spec", "0"}), nullptr) << "an array is not walked into";
+  EXPECT_EQ(Find(o, {"status", "phase"}), nullptr);
+  EXPECT_EQ(Find(Object("text"), {"metadata"}), nullptr);
+
+  EXPECT_EQ(StringAt(o, {"metadata", "name"}), "vm-1");
+  EXPECT_EQ(StringAt(o, {"metadata", "generation"}), "") << "a number is not a string";
+  EXPECT_EQ(StringAt(o, {"metadata", "labels"}), "");
+  EXPECT_EQ(StringAt(o, {"spec", "x"}), "");
+  EXPECT_EQ(NameOf(o), "vm-1");
+  EXPECT_EQ(NamespaceOf(o), "");
 }
 
 }  // namespace
