@@ -12,6 +12,7 @@
 namespace caphv::backup {
 namespace {
 
+using kube::LabelsOf;
 using kube::Object;
 
 constexpr std::string_view kCapiGroup = "cluster.x-k8s.io";
@@ -20,18 +21,6 @@ constexpr std::string_view kInfraGroup = "infrastructure.cluster.x-k8s.io";
 
 std::string StringAt(const Object& o, kube::FieldPath path) {
   return std::string(kube::StringAt(o, path));
-}
-
-std::map<std::string, std::string> LabelsOf(const Object& o) {
-  std::map<std::string, std::string> out;
-  auto md = o.find("metadata");
-  if (md == o.end() || !md->is_object()) return out;
-  auto labels = md->find("labels");
-  if (labels == md->end() || !labels->is_object()) return out;
-  for (const auto& [k, v] : labels->items()) {
-    if (v.is_string()) out[k] = v.get<std::string>();
-  }
-  return out;
 }
 
 // The object at `path` under `o`; an empty object when there is none.

@@ -96,17 +96,7 @@ bool ClusterInfrastructureReady(const kube::Object& cluster) {
          kube::TrueAt(cluster, {"status", "initialization", "infrastructureProvisioned"});
 }
 
-std::map<std::string, std::string> LabelsOf(const kube::Object& o) {
-  auto meta = o.find("metadata");
-  if (meta == o.end() || !meta->is_object()) return {};
-  auto labels = meta->find("labels");
-  if (labels == meta->end() || !labels->is_object()) return {};
-  std::map<std::string, std::string> out;
-  for (const auto& [k, v] : labels->items()) {
-    if (v.is_string()) out[k] = v.get<std::string>();
-  }
-  return out;
-}
+std::map<std::string, std::string> LabelsOf(const kube::Object& o) { return kube::LabelsOf(o); }
 
 bool ClusterControlPlaneInitialized(const kube::Object& cluster) {
   if (kube::TrueAt(cluster, {"status", "initialization", "controlPlaneInitialized"})) return true;

@@ -9,6 +9,8 @@
 
 #pragma once
 
+#include <map>
+#include <string>
 #include <string_view>
 
 #include "kube/object.h"
@@ -26,5 +28,9 @@ std::string_view StringAt(const Object& o, FieldPath path);
 // Whether the value at `path` is the boolean true (absent, false or not a
 // boolean: false).
 bool TrueAt(const Object& o, FieldPath path);
+
+// metadata.labels, the string values only (empty when absent or not an
+// object).
+std::map<std::string, std::string> LabelsOf(const Object& o);
 
 }  // namespace caphv::kube

@@ -31,6 +31,16 @@ bool TrueAt(const Object& o, FieldPath path) {
   return v != nullptr && v->is_boolean() && v->get<bool>();
 }
 
+std::map<std::string, std::string> LabelsOf(const Object& o) {
+  std::map<std::string, std::string> out;
+  const Object* labels = Find(o, {"metadata", "labels"});
+  if (labels == nullptr || !labels->is_object()) return out;
+  for (const auto& [k, v] : labels->items()) {
+    if (v.is_string()) out.emplace(k, v.get<std::string>());
+  }
+  return out;
+}
+
 std::string NamespaceOf(const Object& o) {
   return std::string(StringAt(o, {"metadata", "namespace"}));
 }

@@ -64,5 +64,13 @@ TEST(FindTest, ReadsInPlaceAndStopsAtAnythingButAnObject) {
   EXPECT_EQ(NamespaceOf(o), "");
 }
 
+TEST(LabelsOfTest, KeepsTheStringLabelsOfAnyShape) {
+  const Object o = Object::parse(R"({"metadata": {"labels": {"a": "b", "n": 1, "c": ""}}})");
+  EXPECT_EQ(LabelsOf(o), (std::map<std::string, std::string>{{"a", "b"}, {"c", ""}}));
+  EXPECT_TRUE(LabelsOf(Object::parse(R"({"metadata": {"labels": ["a"]}})")).empty());
+  EXPECT_TRUE(LabelsOf(Object::parse(R"({"metadata": "x"})")).empty());
+  EXPECT_TRUE(LabelsOf(Object("text")).empty());
+}
+
 }  // namespace
 }  // namespace caphv::kube
