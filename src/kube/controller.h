@@ -16,7 +16,9 @@
 // A reconcile that throws counts as Error.
 //
 // A reconcile never blocks waiting for the world to change: it returns, and a
-// watch event (or requeue_after) brings the key back.
+// watch event (or requeue_after) brings the key back. A reconcile started by
+// an event cancels the key's pending requeue_after or retry (WorkQueue::Get):
+// its own outcome sets the next one.
 //
 // Thread model
 // ------------

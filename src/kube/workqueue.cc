@@ -100,6 +100,9 @@ std::optional<std::string> WorkQueue::Get() {
   queue_.pop_front();
   processing_.insert(key);
   dirty_.erase(key);
+  // The work about to start supersedes the key's parked time: the worker's
+  // outcome decides whether and when it comes back (its heap entry is stale).
+  waiting_.erase(key);
   PublishDepthLocked();
   return key;
 }

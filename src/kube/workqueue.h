@@ -11,6 +11,10 @@
 //   - AddAfter(key, d) parks the key in a min-heap until ready; re-adding a
 //     parked key keeps the earlier ready time. Ready keys are moved into the
 //     queue by the threads calling Get()/Done()/Len() (no timer thread).
+//   - Unlike client-go, Get() also drops the key's parked time: the work
+//     handed out supersedes it, and the worker adds the key again (after a
+//     delay, or rate-limited) if it still needs to. A reconcile woken by an
+//     event before its requeue time is thus not followed by a stale one.
 //   - AddRateLimited(key) = AddAfter(key, limiter.When(key)); Forget(key)
 //     resets the limiter's memory of the key. AddRateLimited(key, at_most)
 //     counts the failure the same way but waits no longer than `at_most`.

@@ -13,6 +13,7 @@
 #include <stop_token>
 #include <thread>
 
+#include "kube/clock.h"
 #include "kube/log.h"
 
 namespace caphv::kube {
@@ -183,6 +184,42 @@ TEST(ControllerTest, OtherErrorsAreLoggedAsErrors) {
   const std::string logged = LogOfOneRetry(Status(StatusCode::kInternal, "boom"));
   EXPECT_NE(logged.find("Reconciler error"), std::string::npos) << logged;
   EXPECT_NE(logged.find("boom"), std::string::npos) << logged;
+}
+
+// Waits (in real time, up to 5 s) until `calls` reaches `n`.
+bool WaitForCalls(const std::atomic<int>& calls, int n) {
+  for (int i = 0; i < 500 && calls.load() < n; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return calls.load() >= n;
+}
+
+TEST(ControllerTest, AReconcileWokenEarlyReplacesThePendingRequeue) {
+  FakeClock clock;
+  std::atomic<int> calls{0};
+  Controller::Options options;
+  options.name = "requeue-test";
+  options.register_metrics = false;
+  options.clock = &clock;
+  // 1st and 2nd: come back in 10 s; 3rd: done.
+  Controller controller(std::move(options), [&](const Request&) {
+    return calls.fetch_add(1) < 2 ? Result::RequeueAfter(std::chrono::seconds(10)) : Result::Done();
+  });
+  std::stop_source stop;
+  std::jthread runner([&] { controller.Run(stop.get_token()).IgnoreError(); });
+  controller.Enqueue(Request{"ns", "a"});
+  ASSERT_TRUE(WaitForCalls(calls, 1));
+  ASSERT_TRUE(clock.BlockUntilWaiters(1));
+  clock.Step(std::chrono::seconds(10));
+  ASSERT_TRUE(WaitForCalls(calls, 2)) << "with no event, the requeue brings the key back";
+  controller.Enqueue(Request{"ns", "a"});  // an event before the next requeue
+  ASSERT_TRUE(WaitForCalls(calls, 3));
+  ASSERT_TRUE(clock.BlockUntilWaiters(1));
+  clock.Step(std::chrono::seconds(10));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(calls.load(), 3) << "the third reconcile said done: no stale requeue follows it";
+  stop.request_stop();
+  runner.join();
 }
 
 }  // namespace

@@ -120,6 +120,35 @@ TEST(WorkQueueTest, AddAfterEarlierTimeWins) {
   EXPECT_EQ(q.Len(), 0u) << "the superseded ready times must not add the key again";
 }
 
+TEST(WorkQueueTest, HandingOutAKeyDropsItsParkedTime) {
+  FakeClock clock;
+  WorkQueue q(FakeOptions(clock));
+  q.AddAfter("a", seconds(10));  // a requeue_after
+  q.Add("a");                    // an event before it is due
+  EXPECT_EQ(q.Get(), "a");
+  EXPECT_EQ(q.WaitingLen(), 0u);
+  q.Done("a");
+  clock.Step(seconds(20));
+  EXPECT_EQ(q.Len(), 0u) << "the work handed out superseded the parked time";
+}
+
+TEST(WorkQueueTest, ATimeParkedWhileProcessingIsKept) {
+  FakeClock clock;
+  WorkQueue q(FakeOptions(clock));
+  q.AddAfter("a", seconds(10));
+  q.Add("a");
+  ASSERT_EQ(q.Get(), "a");
+  q.AddAfter("a", seconds(5));  // the worker's own outcome
+  q.Done("a");
+  EXPECT_EQ(q.Len(), 0u);
+  clock.Step(seconds(5));
+  EXPECT_EQ(q.Len(), 1u);
+  EXPECT_EQ(q.Get(), "a");
+  q.Done("a");
+  clock.Step(seconds(10));
+  EXPECT_EQ(q.Len(), 0u) << "the first parked time was superseded";
+}
+
 TEST(WorkQueueTest, BlockedGetWakesWhenDelayedKeyBecomesReady) {
   FakeClock clock;
   WorkQueue q(FakeOptions(clock));
