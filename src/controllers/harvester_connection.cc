@@ -9,6 +9,7 @@
 #include "harvester/naming.h"
 #include "harvester/resources.h"
 #include "harvester/vm_builder.h"
+#include "harvester/vm_events.h"
 #include "kube/base64.h"
 #include "kube/config.h"
 #include "kube/controller.h"
@@ -124,11 +125,18 @@ Connection::Connection(std::shared_ptr<kube::Client> client, std::string kubecon
   auto cluster = [this](const kube::Object& o) {
     if (auto r = OwnerOf(o); r && callbacks_.cluster_event) callbacks_.cluster_event(*r);
   };
-  vms_->AddEventHandler(MapHandler(machine));
+  // A VM's and its VMI's writes while KubeVirt deletes them wake nobody:
+  // the machine waits for the VM's delete event (harvester/vm_events.h).
+  kube::EventHandler vm_changed = MapHandler(machine);
+  vm_changed.on_update = [machine](const kube::ObjectPtr& before, const kube::ObjectPtr& now) {
+    if (harvester::VmUpdateMatters(*before, *now)) machine(*now);
+  };
+  vms_->AddEventHandler(std::move(vm_changed));
   // A VMI carries its VM's template labels, not its annotations: map it
   // through the VM of the same name.
   vmis_->AddEventHandler(MapHandler([this, machine](const kube::Object& vmi) {
-    if (auto vm = vms_->store().Get(kube::NamespaceOf(vmi), kube::NameOf(vmi))) machine(*vm);
+    const kube::ObjectPtr vm = vms_->store().Get(kube::NamespaceOf(vmi), kube::NameOf(vmi));
+    if (harvester::VmiEventMatters(vm.get())) machine(*vm);
   }));
   lbs_->AddEventHandler(MapHandler(cluster));
   // A token Secret belongs to the cloud provider of a HarvesterCluster; every

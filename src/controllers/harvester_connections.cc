@@ -2,6 +2,8 @@
 
 #include "controllers/harvester_connections.h"
 
+#include <atomic>
+
 #include "controllers/capi.h"
 #include "kube/base64.h"
 #include "kube/log.h"
@@ -22,6 +24,21 @@ kube::PoolOptions Options(kube::Clock* clock) {
     return "connecting to Harvester with the identity Secret " + key;
   };
   return o;
+}
+
+// `callbacks`, silent until `synced` is true.
+ConnectionCallbacks AfterSync(const ConnectionCallbacks& callbacks,
+                              const std::shared_ptr<std::atomic<bool>>& synced) {
+  auto gate = [synced](const std::function<void(const kube::Request&)>& f) {
+    return f ? std::function<void(const kube::Request&)>([synced, f](const kube::Request& r) {
+      if (synced->load()) f(r);
+    })
+             : f;
+  };
+  ConnectionCallbacks out;
+  out.machine_event = gate(callbacks.machine_event);
+  out.cluster_event = gate(callbacks.cluster_event);
+  return out;
 }
 
 }  // namespace
@@ -101,12 +118,21 @@ kube::BuildResult<Connection> HarvesterConnections::Build(
     return Result::Failed(error.reason, error.status.message() + " (" + identity + ")");
   }
   if (ctx.stop.stop_requested()) return Result::Failed("Stopped", "stopped");
-  auto conn = std::make_shared<Connection>(client, *kubeconfig, callbacks_);
+  // A first connection's initial lists wake nobody: every object that asked
+  // for it waits for it and is woken once when it is ready (the pool's
+  // waiters), and would otherwise come again for each of its cached objects
+  // (three more reconciles per machine at a restart). A connection that
+  // replaces one (new credentials) announces its lists, as its objects may
+  // differ from those its machines saw.
+  auto synced = std::make_shared<std::atomic<bool>>(ctx.previous != nullptr);
+  auto conn = std::make_shared<Connection>(client, *kubeconfig, AfterSync(callbacks_, synced));
   conn->set_identity_expiry(IdentityExpiry(*client));
-  if (auto s = conn->Start(ctx.stop); !s.ok()) {
-    return Result::Failed(
-        "HarvesterConnectionFailed",
-        "Harvester at " + client->config().server + ": " + s.message() + " (" + identity + ")");
+  const kube::Status started = conn->Start(ctx.stop);
+  synced->store(true);
+  if (!started.ok()) {
+    return Result::Failed("HarvesterConnectionFailed", "Harvester at " + client->config().server +
+                                                           ": " + started.message() + " (" +
+                                                           identity + ")");
   }
   log.Info("Connected to Harvester", {{"identity", ctx.key}, {"server", conn->server()}});
   return Result::Ready(std::move(conn));

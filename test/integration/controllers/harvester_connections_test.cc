@@ -333,6 +333,46 @@ TEST_F(HarvesterConnectionsTest, ManagedSecretsMapToTheirOwners) {
       seconds(60)));
 }
 
+// At a restart every machine asks for its connection and is woken once when
+// it is ready; the objects its first lists find wake nobody more (they would
+// bring each machine back once per VM, VMI and Secret), while later changes
+// do.
+TEST_F(HarvesterConnectionsTest, AFirstConnectionsListsWakeOnlyItsWaiters) {
+  const std::string hv = HarvesterNamespace();
+  Object cloud_init = {{"apiVersion", "v1"},
+                       {"kind", "Secret"},
+                       {"metadata",
+                        {{"name", "m5-cloud-init"},
+                         {"namespace", hv},
+                         {"labels", {{kManagedBy, "caphv"}}},
+                         {"annotations", {{kOwner, ns() + "/m5"}}}}},
+                       {"type", "Opaque"},
+                       {"data", {{"userdata", kube::Base64Encode("#cloud-config\n")}}}};
+  ASSERT_TRUE(harvester_->Create(kube::resources::kSecrets, hv, cloud_init).ok());
+  PutIdentity("hv-identity", harvester_kubeconfig_);
+  const Waiter waiter{Waiter::Kind::kMachine, kube::Request{ns(), "m5"}};
+  auto first = connections_->Get(ns(), "hv-identity", waiter);
+  ASSERT_EQ(first.value, nullptr) << "a fresh connection is built in the background";
+  EXPECT_TRUE(Eventually([&] { return events_.Machine(ns() + "/m5"); }, seconds(60)))
+      << "the waiter is woken when the connection is ready";
+  auto conn = WaitReady("hv-identity", waiter);
+  ASSERT_NE(conn, nullptr);
+  ASSERT_NE(conn->secrets().Get(hv, "m5-cloud-init"), nullptr) << "the first list cached it";
+  const auto count = [&] {
+    std::lock_guard lock(events_.mu);
+    return std::count(events_.machine.begin(), events_.machine.end(), ns() + "/m5");
+  };
+  EXPECT_EQ(count(), 1) << "its Secret in the first list woke it no second time";
+
+  Object changed = {{"metadata", {{"labels", {{"changed", "yes"}}}}}};
+  ASSERT_TRUE(
+      harvester_
+          ->Patch(kube::resources::kSecrets, hv, "m5-cloud-init", kube::PatchType::kMerge, changed)
+          .ok());
+  EXPECT_TRUE(Eventually([&] { return count() == 2; }, seconds(30)))
+      << "a change after the lists wakes it";
+}
+
 TEST_F(HarvesterConnectionsTest, DeletedIdentityKeepsTheConnectionAndSweepClosesIt) {
   PutIdentity("hv-identity", harvester_kubeconfig_);
   auto conn = WaitReady("hv-identity", ClusterWaiter("c"));
