@@ -46,9 +46,9 @@ build-tsan:
 # trees' unit + integration tests at the same time, each on its own test bed;
 # the ASan+UBSan tree is built while the regular tree's tests run
 # (hack/run-tests.sh --build-asan; CAPHV_TESTS_SERIAL=1: one after the other);
-# after the regular tree's tests the ThreadSanitizer tree's client-runtime
-# tests; after the ASan tree's, the fuzz tree is built and each fuzz target
-# runs for 30 s from its committed corpus (fuzz/).
+# then, whichever of the two ends first, the upgrade lane, the ThreadSanitizer
+# tree's client-runtime tests and the fuzz tree (each fuzz target for 20 s from
+# its committed corpus, fuzz/).
 test: setup
 	@hack/check-format.sh
 	@hack/check-layers.sh

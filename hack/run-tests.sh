@@ -7,27 +7,34 @@
 # v1.13.7, clusterctl init of the release), the ASan tree on 1.10 (v1.10.10 and
 # v0.21.1: the seeds' pair, v1.10's specs) when hack/build-testbins.sh built
 # v1.14 (it skips it with a message under a Go older than 1.26; both trees then
-# run on 1.10). The regular tree's upgrade lane (label `upgrade`: the upgrade
-# scenarios on beds of their own, each moved from v1.10 to v1.14, see
-# test/CMakeLists.txt) runs after the ASan tree, then the fuzz tree's targets
-# (build-fuzz/, clang + libFuzzer, each for 20 s); the rest of the regular
-# tree, then the ThreadSanitizer tree's client-runtime tests (build-tsan/),
-# beside them. Each tree has its own test
-# bed, so by default both run at the same time: the end-to-end scenarios
-# spend most of their time waiting on controllers, not on the CPU. (A third
-# lane at once was tried: the two cores were 93 % busy and every test about
-# 1.6-2x slower, longer in all.) Output lines carry the tree's name; each
-# tree's full log is in <tree>/Testing/run-tests.log; the run ends with the
-# slowest scenarios of every tree (hack/slowest-scenarios.sh). Exits
-# non-zero when either tree fails.
+# run on 1.10). Then three more jobs: the regular tree's upgrade lane (label
+# `upgrade`: the upgrade scenarios on beds of their own, each moved from v1.10
+# to v1.14, see test/CMakeLists.txt), the ThreadSanitizer tree's client-runtime
+# tests (build-tsan/) and the fuzz tree's targets (build-fuzz/, clang +
+# libFuzzer, each for 20 s).
+#
+# Two workers run the five jobs: one starts with the regular tree, the other
+# with the ASan tree, and each, when its job ends, takes the next of upgrade,
+# tsan, fuzz that nobody has taken. Which worker ends first depends on the
+# caches: warm, the ASan tree's tests (about 1250 s) end before the regular
+# tree's (1830-1930 s); cold, the ASan tree's build (about 1500 s beside the
+# regular tests) comes first, and a fixed split left one lane idle for 20
+# minutes while the other still had the upgrade lane and fuzz to run. Two
+# jobs at a time, each with at most one bed: the end-to-end scenarios spend
+# most of their time waiting on controllers, not on the CPU. (A third lane
+# at once was tried: the two cores were 93 % busy and every test about
+# 1.6-2x slower, longer in all.) Output lines carry the job's name; each
+# job's full log is in <tree>/Testing/run-tests[-upgrade].log; the run ends
+# with the slowest scenarios of every tree (hack/slowest-scenarios.sh).
+# Exits non-zero when any job fails.
 #
 # With --build-asan, the ASan tree is built (make build-asan) first, while
 # the regular tree's tests already run: on a cold cache the compiler and the
 # test beds share the two cores instead of waiting for each other (warm, the
 # build is a ccache hit of seconds).
 #
-#   hack/run-tests.sh [--build-asan]                        both trees at once
-#   CAPHV_TESTS_SERIAL=1 hack/run-tests.sh [--build-asan]   one after the other
+#   hack/run-tests.sh [--build-asan]                        two workers
+#   CAPHV_TESTS_SERIAL=1 hack/run-tests.sh [--build-asan]   one job after the other
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
@@ -71,8 +78,8 @@ asan_tree() {
   CAPHV_CAPI=$CAPHV_CAPI_ASAN run_tree asan build-asan --timeout 2700 -j 1 -LE nosan
 }
 
-# The fuzz tree (clang, libFuzzer): built after the upgrade lane, then
-# every fuzz target for its bounded time (fuzz/CMakeLists.txt).
+# The fuzz tree (clang, libFuzzer): built, then every fuzz target for its
+# bounded time (fuzz/CMakeLists.txt).
 fuzz_tree() {
   local t0=$SECONDS
   make --no-print-directory build-fuzz 2>&1 | sed -u "s/^/[fuzz-build] /"
@@ -91,38 +98,69 @@ tsan_tree() {
   run_tree tsan build-tsan --timeout 2700 -j 1 -R '^(unit_kube|integration_kube)$'
 }
 
+regular_tree() {
+  CAPHV_CAPI=$CAPHV_CAPI_REGULAR run_tree regular build --timeout 2700 -j 1 -LE upgrade
+}
+upgrade_lane() { run_tree upgrade build --timeout 2700 -j 1 -L upgrade; }
+
+# run_job NAME: one job; its result in $jobs_dir/NAME.rc.
+run_job() {
+  local rc=0
+  case $1 in
+  regular) regular_tree || rc=$? ;;
+  asan) asan_tree || rc=$? ;;
+  upgrade) upgrade_lane || rc=$? ;;
+  tsan) tsan_tree || rc=$? ;;
+  fuzz) fuzz_tree || rc=$? ;;
+  esac
+  echo "$rc" >"$jobs_dir/$1.rc"
+  echo "tests: job $1 ended (exit $rc) at $(($(date +%s) - start)) s"
+}
+
+# The jobs nobody has started, one per line, taken under a lock.
+next_job() {
+  (
+    flock 9
+    head -n 1 "$jobs_dir/queue"
+    sed -i 1d "$jobs_dir/queue"
+  ) 9>"$jobs_dir/lock"
+}
+
+worker() {
+  local job=$1
+  while [ -n "$job" ]; do
+    run_job "$job"
+    job=$(next_job)
+  done
+}
+
 # Each tree's scenario reports (hack/slowest-scenarios.sh) are this run's alone.
 rm -rf build/Testing/scenarios build-asan/Testing/scenarios build-tsan/Testing/scenarios
 start=$(date +%s)
-rc_regular=0 rc_asan=0
+jobs_dir=$(mktemp -d)
+trap 'rm -rf "$jobs_dir"' EXIT
+all_jobs=(regular asan upgrade tsan fuzz)
 if [ "${CAPHV_TESTS_SERIAL:-0}" = 1 ]; then
-  CAPHV_CAPI=$CAPHV_CAPI_REGULAR run_tree regular build --timeout 2700 -j 1 -LE upgrade ||
-    rc_regular=$?
-  fuzz_tree || rc_regular=$?
-  tsan_tree || rc_regular=$?
-  asan_tree || rc_asan=$?
-  run_tree upgrade build --timeout 2700 -j 1 -L upgrade || rc_asan=$?
+  printf '%s\n' upgrade tsan fuzz asan >"$jobs_dir/queue"
+  worker regular
 else
-  # Two branches of about equal length (measured warm: the regular tree's
-  # tests 1830-1930 s, then TSan's 115 s; the ASan tree's about 1250 s, the
-  # upgrade lane's about 570 s, fuzz 105 s): the regular tree's bed, then
-  # TSan; the ASan tree, then the regular tree's upgrade lane (its own beds,
-  # test/CMakeLists.txt), then fuzz. Two beds at a time: more overload two
-  # cores.
-  { rc=0; CAPHV_CAPI=$CAPHV_CAPI_REGULAR run_tree regular build --timeout 2700 -j 1 -LE upgrade ||
-      rc=$?
-    tsan_tree || rc=1; exit "$rc"; } &
-  regular=$!
-  { rc=0; asan_tree || rc=$?; run_tree upgrade build --timeout 2700 -j 1 -L upgrade || rc=1
-    fuzz_tree || rc=1; exit "$rc"; } &
-  asan=$!
-  wait "$regular" || rc_regular=$?
-  wait "$asan" || rc_asan=$?
+  printf '%s\n' upgrade tsan fuzz >"$jobs_dir/queue"
+  worker regular &
+  first=$!
+  worker asan &
+  second=$!
+  wait "$first" "$second" || true
 fi
-echo "tests: regular+tsan exit $rc_regular, asan+upgrade+fuzz exit $rc_asan, $(($(date +%s) - start)) s" \
+summary="" failed=0
+for job in "${all_jobs[@]}"; do
+  rc=$(cat "$jobs_dir/$job.rc" 2>/dev/null || echo "not run")
+  summary+=" $job $rc,"
+  [ "$rc" = 0 ] || failed=1
+done
+echo "tests: exit codes:${summary%,}; $(($(date +%s) - start)) s" \
   "(logs: build/Testing/run-tests.log, build/Testing/run-tests-upgrade.log," \
   "build-asan/Testing/run-tests.log," \
   "build-fuzz/Testing/run-tests.log, build-tsan/Testing/run-tests.log)"
 echo "tests: the slowest scenarios (seconds, tree, binary, scenario):"
 hack/slowest-scenarios.sh build build-asan build-tsan | sed "s/^/tests: /" || true
-[ "$rc_regular" -eq 0 ] && [ "$rc_asan" -eq 0 ]
+[ "$failed" = 0 ]
