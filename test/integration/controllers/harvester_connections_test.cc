@@ -334,9 +334,12 @@ TEST_F(HarvesterConnectionsTest, ManagedSecretsMapToTheirOwners) {
 }
 
 // At a restart every machine asks for its connection and is woken once when
-// it is ready; the objects its first lists find wake nobody more (they would
-// bring each machine back once per VM, VMI and Secret), while later changes
-// do.
+// it is ready (the pool's waiters); the objects its first lists find wake
+// nobody more (they would bring each machine back once per VM, VMI and
+// Secret), while later changes do. The connection is asked for by a cluster
+// here, so that the machine's wakes can only come from the lists and the
+// watch, not from the pool (which may wake a waiter more than once while a
+// build and a rebuild for the identity Secret's arrival end).
 TEST_F(HarvesterConnectionsTest, AFirstConnectionsListsWakeOnlyItsWaiters) {
   const std::string hv = HarvesterNamespace();
   Object cloud_init = {{"apiVersion", "v1"},
@@ -350,27 +353,26 @@ TEST_F(HarvesterConnectionsTest, AFirstConnectionsListsWakeOnlyItsWaiters) {
                        {"data", {{"userdata", kube::Base64Encode("#cloud-config\n")}}}};
   ASSERT_TRUE(harvester_->Create(kube::resources::kSecrets, hv, cloud_init).ok());
   PutIdentity("hv-identity", harvester_kubeconfig_);
-  const Waiter waiter{Waiter::Kind::kMachine, kube::Request{ns(), "m5"}};
-  auto first = connections_->Get(ns(), "hv-identity", waiter);
+  auto first = connections_->Get(ns(), "hv-identity", ClusterWaiter("c5"));
   ASSERT_EQ(first.value, nullptr) << "a fresh connection is built in the background";
-  EXPECT_TRUE(Eventually([&] { return events_.Machine(ns() + "/m5"); }, seconds(60)))
+  EXPECT_TRUE(Eventually([&] { return events_.Cluster(ns() + "/c5"); }, seconds(60)))
       << "the waiter is woken when the connection is ready";
-  auto conn = WaitReady("hv-identity", waiter);
+  auto conn = WaitReady("hv-identity", ClusterWaiter("c5"));
   ASSERT_NE(conn, nullptr);
   ASSERT_NE(conn->secrets().Get(hv, "m5-cloud-init"), nullptr) << "the first list cached it";
   const auto count = [&] {
     std::lock_guard lock(events_.mu);
     return std::count(events_.machine.begin(), events_.machine.end(), ns() + "/m5");
   };
-  EXPECT_EQ(count(), 1) << "its Secret in the first list woke it no second time";
+  EXPECT_EQ(count(), 0) << "its Secret in the first list woke its machine";
 
   Object changed = {{"metadata", {{"labels", {{"changed", "yes"}}}}}};
   ASSERT_TRUE(
       harvester_
           ->Patch(kube::resources::kSecrets, hv, "m5-cloud-init", kube::PatchType::kMerge, changed)
           .ok());
-  EXPECT_TRUE(Eventually([&] { return count() == 2; }, seconds(30)))
-      << "a change after the lists wakes it";
+  EXPECT_TRUE(Eventually([&] { return count() >= 1; }, seconds(30)))
+      << "a change after the lists wakes its machine";
 }
 
 TEST_F(HarvesterConnectionsTest, DeletedIdentityKeepsTheConnectionAndSweepClosesIt) {
