@@ -10,6 +10,8 @@
 //                              and the 10 qps / burst 100 bucket); any
 //                              requeue_after is ignored
 //   Result::Error(409)         the same, the delay capped at kConflictRetryMax
+//                              and the key's failures counted up to
+//                              kConflictBackoffSteps only
 //   requeue_after > 0          Forget, then AddAfter(requeue_after)
 //   requeue = true             AddRateLimited
 //   success                    Forget (resets the key's backoff)
@@ -144,6 +146,10 @@ Predicates IgnoreStatusOnlyChanges();
 
 // The longest a key waits after a reconcile that failed with 409 Conflict.
 inline constexpr std::chrono::seconds kConflictRetryMax{1};
+// The failures a key's conflicts count at most: the default limiter's
+// 5 ms x 2^8 is past kConflictRetryMax, so a later error of another kind
+// backs off from about a second, not from where the conflicts left it.
+inline constexpr int kConflictBackoffSteps = 8;
 
 class Controller {
  public:

@@ -222,5 +222,39 @@ TEST(ControllerTest, AReconcileWokenEarlyReplacesThePendingRequeue) {
   runner.join();
 }
 
+// Machines contending for one IPPool lose many conflicts in a row; the
+// transient error that may come next (a 429) must not inherit their count.
+TEST(ControllerTest, AnErrorAfterManyConflictsBacksOffFromAboutASecond) {
+  FakeClock clock;
+  std::atomic<int> calls{0};
+  constexpr int kConflicts = 12;  // counted on: the error would wait 5 ms x 2^12 = 20 s
+  Controller::Options options;
+  options.name = "conflicts-then-error";
+  options.register_metrics = false;
+  options.clock = &clock;
+  Controller controller(std::move(options), [&](const Request&) {
+    const int n = calls.fetch_add(1);
+    if (n < kConflicts) return Result::Error(Status(StatusCode::kConflict, "modified"));
+    if (n == kConflicts)
+      return Result::Error(Status(StatusCode::kUnavailable, "too many requests"));
+    return Result::Done();
+  });
+  std::stop_source stop;
+  std::jthread runner([&] { controller.Run(stop.get_token()).IgnoreError(); });
+  controller.Enqueue(Request{"ns", "a"});
+  for (int i = 1; i <= kConflicts; ++i) {
+    ASSERT_TRUE(WaitForCalls(calls, i));
+    ASSERT_TRUE(clock.BlockUntilWaiters(1));
+    clock.Step(kConflictRetryMax);
+  }
+  ASSERT_TRUE(WaitForCalls(calls, kConflicts + 1));  // the error
+  ASSERT_TRUE(clock.BlockUntilWaiters(1));
+  clock.Step(std::chrono::milliseconds(1300));  // 5 ms x 2^kConflictBackoffSteps = 1.28 s
+  EXPECT_TRUE(WaitForCalls(calls, kConflicts + 2))
+      << "the retry after the error waited for the conflicts' backoff";
+  stop.request_stop();
+  runner.join();
+}
+
 }  // namespace
 }  // namespace caphv::kube
