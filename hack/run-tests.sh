@@ -141,12 +141,14 @@ rm -rf build/Testing/scenarios build-asan/Testing/scenarios build-tsan/Testing/s
 start=$(date +%s)
 jobs_dir=$(mktemp -d)
 trap 'rm -rf "$jobs_dir"' EXIT
-all_jobs=(regular asan upgrade tsan fuzz)
+# Taken in this order once a worker's first job ends.
+later_jobs=(upgrade fuzz tsan)
+all_jobs=(regular asan "${later_jobs[@]}")
 if [ "${CAPHV_TESTS_SERIAL:-0}" = 1 ]; then
-  printf '%s\n' upgrade fuzz tsan asan >"$jobs_dir/queue"
+  printf '%s\n' "${later_jobs[@]}" asan >"$jobs_dir/queue"
   worker regular
 else
-  printf '%s\n' upgrade fuzz tsan >"$jobs_dir/queue"
+  printf '%s\n' "${later_jobs[@]}" >"$jobs_dir/queue"
   worker regular &
   first=$!
   worker asan &
