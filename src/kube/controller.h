@@ -9,9 +9,8 @@
 //   Result::Error(err)         AddRateLimited (per-key backoff 5 ms -> 1000 s
 //                              and the 10 qps / burst 100 bucket); any
 //                              requeue_after is ignored
-//   Result::Error(409)         the same, the delay capped at kConflictRetryMax
-//                              and the key's failures counted up to
-//                              kConflictBackoffSteps only
+//   Result::Error(409)         the same, the delay capped at kConflictRetryMax,
+//                              and not counted once the key's backoff is there
 //   requeue_after > 0          Forget, then AddAfter(requeue_after)
 //   requeue = true             AddRateLimited
 //   success                    Forget (resets the key's backoff)
@@ -145,11 +144,10 @@ Predicates ResourceVersionChanged();
 Predicates IgnoreStatusOnlyChanges();
 
 // The longest a key waits after a reconcile that failed with 409 Conflict.
+// Conflicts raise the key's backoff up to it and no further
+// (WorkQueue::AddRateLimited(key, at_most)), so a later error of another
+// kind backs off from about a second, not from where the conflicts left it.
 inline constexpr std::chrono::seconds kConflictRetryMax{1};
-// The failures a key's conflicts count at most: the default limiter's
-// 5 ms x 2^8 is past kConflictRetryMax, so a later error of another kind
-// backs off from about a second, not from where the conflicts left it.
-inline constexpr int kConflictBackoffSteps = 8;
 
 class Controller {
  public:

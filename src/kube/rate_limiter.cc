@@ -18,10 +18,18 @@ RateLimiter::Duration ItemExponentialRateLimiter::When(const std::string& key) {
     std::lock_guard<std::mutex> g(mu_);
     exp = failures_[key]++;
   }
+  return Delay(exp);
+}
+
+RateLimiter::Duration ItemExponentialRateLimiter::Peek(const std::string& key) {
+  return Delay(NumRequeues(key));
+}
+
+RateLimiter::Duration ItemExponentialRateLimiter::Delay(int failures) const {
   // Computed in floating point so large exponents saturate instead of
   // overflowing, as client-go does.
   const double base_ns = static_cast<double>(duration_cast<nanoseconds>(base_).count());
-  const double backoff = base_ns * std::pow(2.0, exp);
+  const double backoff = base_ns * std::pow(2.0, failures);
   const double max_ns = static_cast<double>(duration_cast<nanoseconds>(max_).count());
   if (!(backoff < max_ns)) return max_;
   return duration_cast<Duration>(nanoseconds(static_cast<int64_t>(backoff)));
@@ -41,23 +49,39 @@ int ItemExponentialRateLimiter::NumRequeues(const std::string& key) {
 TokenBucketRateLimiter::TokenBucketRateLimiter(double qps, int burst, Clock& clock)
     : qps_(qps), burst_(burst), clock_(clock), tokens_(burst), last_(clock.Now()) {}
 
+double TokenBucketRateLimiter::TokensNowLocked(Clock::TimePoint now) const {
+  if (now <= last_) return tokens_;
+  const double elapsed = std::chrono::duration<double>(now - last_).count();
+  return std::min(burst_, tokens_ + elapsed * qps_);
+}
+
+RateLimiter::Duration TokenBucketRateLimiter::WaitFor(double tokens) const {
+  if (tokens >= 0) return Duration::zero();
+  return duration_cast<Duration>(std::chrono::duration<double>(-tokens / qps_));
+}
+
 RateLimiter::Duration TokenBucketRateLimiter::When(const std::string&) {
   std::lock_guard<std::mutex> g(mu_);
   const Clock::TimePoint now = clock_.Now();
-  if (now > last_) {
-    const double elapsed = std::chrono::duration<double>(now - last_).count();
-    tokens_ = std::min(burst_, tokens_ + elapsed * qps_);
-    last_ = now;
-  }
-  tokens_ -= 1.0;
-  if (tokens_ >= 0) return Duration::zero();
-  const double wait_s = -tokens_ / qps_;
-  return duration_cast<Duration>(std::chrono::duration<double>(wait_s));
+  tokens_ = TokensNowLocked(now) - 1.0;
+  last_ = std::max(last_, now);
+  return WaitFor(tokens_);
+}
+
+RateLimiter::Duration TokenBucketRateLimiter::Peek(const std::string&) {
+  std::lock_guard<std::mutex> g(mu_);
+  return WaitFor(TokensNowLocked(clock_.Now()) - 1.0);
 }
 
 RateLimiter::Duration MaxOfRateLimiter::When(const std::string& key) {
   Duration longest = Duration::zero();
   for (auto& l : limiters_) longest = std::max(longest, l->When(key));
+  return longest;
+}
+
+RateLimiter::Duration MaxOfRateLimiter::Peek(const std::string& key) {
+  Duration longest = Duration::zero();
+  for (auto& l : limiters_) longest = std::max(longest, l->Peek(key));
   return longest;
 }
 

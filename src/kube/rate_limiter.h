@@ -33,6 +33,8 @@ class RateLimiter {
   virtual ~RateLimiter() = default;
   // How long `key` should wait before its next attempt; counts a failure.
   virtual Duration When(const std::string& key) = 0;
+  // What When(key) would return now, counting nothing.
+  virtual Duration Peek(const std::string& key) = 0;
   // Stops tracking `key` (its next failure starts from the base delay).
   virtual void Forget(const std::string& key) = 0;
   // Failures counted for `key` since the last Forget.
@@ -43,10 +45,13 @@ class ItemExponentialRateLimiter final : public RateLimiter {
  public:
   ItemExponentialRateLimiter(Duration base, Duration max) : base_(base), max_(max) {}
   Duration When(const std::string& key) override;
+  Duration Peek(const std::string& key) override;
   void Forget(const std::string& key) override;
   int NumRequeues(const std::string& key) override;
 
  private:
+  Duration Delay(int failures) const;
+
   const Duration base_;
   const Duration max_;
   std::mutex mu_;
@@ -59,10 +64,16 @@ class TokenBucketRateLimiter final : public RateLimiter {
  public:
   TokenBucketRateLimiter(double qps, int burst, Clock& clock = Clock::Real());
   Duration When(const std::string& key) override;
+  Duration Peek(const std::string& key) override;
   void Forget(const std::string&) override {}
   int NumRequeues(const std::string&) override { return 0; }
 
  private:
+  // The balance at the clock's now (refilled since last_); mu_ held.
+  double TokensNowLocked(Clock::TimePoint now) const;
+  // The wait a reservation leaving `tokens` in the bucket implies.
+  Duration WaitFor(double tokens) const;
+
   const double qps_;
   const double burst_;
   Clock& clock_;
@@ -76,6 +87,7 @@ class MaxOfRateLimiter final : public RateLimiter {
   explicit MaxOfRateLimiter(std::vector<std::unique_ptr<RateLimiter>> limiters)
       : limiters_(std::move(limiters)) {}
   Duration When(const std::string& key) override;
+  Duration Peek(const std::string& key) override;
   void Forget(const std::string& key) override;
   int NumRequeues(const std::string& key) override;
 

@@ -44,7 +44,10 @@ void WorkQueue::AddRateLimited(const std::string& key) {
 }
 
 void WorkQueue::AddRateLimited(const std::string& key, Clock::Duration at_most) {
-  const Clock::Duration delay = std::min(limiter_->When(key), at_most);
+  // Once the key's backoff has reached at_most a failure is no longer
+  // counted: a later AddRateLimited(key) starts from about at_most.
+  const Clock::Duration delay =
+      limiter_->Peek(key) >= at_most ? at_most : std::min(limiter_->When(key), at_most);
   std::lock_guard<std::mutex> g(mu_);
   if (shutting_down_) return;
   if (metrics_.inc_retries) metrics_.inc_retries();

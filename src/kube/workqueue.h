@@ -17,7 +17,9 @@
 //     event before its requeue time is thus not followed by a stale one.
 //   - AddRateLimited(key) = AddAfter(key, limiter.When(key)); Forget(key)
 //     resets the limiter's memory of the key. AddRateLimited(key, at_most)
-//     counts the failure the same way but waits no longer than `at_most`.
+//     waits no longer than `at_most`, and counts the failure only while the
+//     key's delay (limiter.Peek) is still below it: failures retried at the
+//     cap leave the key's backoff there, not far beyond it.
 //   - ShutDown() ignores later adds and drops parked (AddAfter) keys; Get()
 //     keeps handing out keys already queued and returns nullopt once the
 //     queue is empty, waking every blocked caller. ShutDownWithDrain()
@@ -76,7 +78,8 @@ class WorkQueue {
   // Adds `key` once `delay` has passed; a non-positive delay adds now.
   void AddAfter(const std::string& key, Clock::Duration delay);
   void AddRateLimited(const std::string& key);
-  // As AddRateLimited(key), the delay capped at `at_most`.
+  // As AddRateLimited(key), the delay capped at `at_most`; a failure whose
+  // delay is already at the cap is not counted.
   void AddRateLimited(const std::string& key, Clock::Duration at_most);
   void Forget(const std::string& key);
   int NumRequeues(const std::string& key);

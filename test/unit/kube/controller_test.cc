@@ -141,6 +141,7 @@ TEST(ControllerTest, RetriedConflictIsNotLoggedAsAnError) {
 class HourLimiter final : public RateLimiter {
  public:
   Duration When(const std::string&) override { return std::chrono::hours(1); }
+  Duration Peek(const std::string&) override { return std::chrono::hours(1); }
   void Forget(const std::string&) override {}
   int NumRequeues(const std::string&) override { return 0; }
 };
@@ -249,7 +250,9 @@ TEST(ControllerTest, AnErrorAfterManyConflictsBacksOffFromAboutASecond) {
   }
   ASSERT_TRUE(WaitForCalls(calls, kConflicts + 1));  // the error
   ASSERT_TRUE(clock.BlockUntilWaiters(1));
-  clock.Step(std::chrono::milliseconds(1300));  // 5 ms x 2^kConflictBackoffSteps = 1.28 s
+  // The conflicts stopped counting once the key's delay reached kConflictRetryMax:
+  // at 8 failures (5 ms x 2^8 = 1.28 s).
+  clock.Step(std::chrono::milliseconds(1300));
   EXPECT_TRUE(WaitForCalls(calls, kConflicts + 2))
       << "the retry after the error waited for the conflicts' backoff";
   stop.request_stop();

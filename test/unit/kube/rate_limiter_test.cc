@@ -43,6 +43,34 @@ TEST(ItemExponentialRateLimiterTest, ForgetResets) {
   EXPECT_EQ(l.When("a"), milliseconds(5));
 }
 
+TEST(ItemExponentialRateLimiterTest, PeekCountsNothing) {
+  ItemExponentialRateLimiter l(milliseconds(5), seconds(1));
+  EXPECT_EQ(l.Peek("a"), milliseconds(5));
+  EXPECT_EQ(l.Peek("a"), milliseconds(5));
+  EXPECT_EQ(l.NumRequeues("a"), 0);
+  l.When("a");
+  EXPECT_EQ(l.Peek("a"), milliseconds(10));
+  EXPECT_EQ(l.When("a"), milliseconds(10));
+  for (int i = 0; i < 20; ++i) l.When("a");
+  EXPECT_EQ(l.Peek("a"), seconds(1));
+}
+
+TEST(TokenBucketRateLimiterTest, PeekTakesNoToken) {
+  FakeClock clock;
+  TokenBucketRateLimiter l(10, 2, clock);
+  EXPECT_EQ(l.Peek("a"), milliseconds(0));
+  EXPECT_EQ(l.When("a"), milliseconds(0));
+  EXPECT_EQ(l.Peek("a"), milliseconds(0));
+  EXPECT_EQ(l.When("a"), milliseconds(0));
+  // Empty: the next reservation would wait for a token.
+  EXPECT_EQ(l.Peek("a"), milliseconds(100));
+  EXPECT_EQ(l.Peek("a"), milliseconds(100));
+  clock.Step(milliseconds(50));
+  EXPECT_EQ(l.Peek("a"), milliseconds(50));
+  EXPECT_EQ(l.When("a"), milliseconds(50));
+  EXPECT_EQ(l.Peek("a"), milliseconds(150));
+}
+
 TEST(TokenBucketRateLimiterTest, BurstThenQps) {
   FakeClock clock;
   TokenBucketRateLimiter l(10, 100, clock);
@@ -66,6 +94,8 @@ TEST(DefaultControllerRateLimiterTest, MaxOfPerItemAndBucket) {
   EXPECT_EQ(l->When("fresh"), milliseconds(100));
   EXPECT_EQ(l->When("fresh2"), milliseconds(200));
   EXPECT_EQ(l->NumRequeues("fresh"), 1);
+  // The longer of the key's next 10 ms and the bucket's next 300 ms.
+  EXPECT_EQ(l->Peek("fresh"), milliseconds(300));
   l->Forget("fresh");
   EXPECT_EQ(l->NumRequeues("fresh"), 0);
 }

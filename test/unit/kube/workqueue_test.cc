@@ -181,7 +181,7 @@ TEST(WorkQueueTest, AddRateLimitedUsesPerKeyBackoff) {
   EXPECT_EQ(q.NumRequeues("a"), 0);
 }
 
-TEST(WorkQueueTest, AddRateLimitedAtMostCapsTheDelayAndStillCounts) {
+TEST(WorkQueueTest, AddRateLimitedAtMostCapsTheDelayAndStopsCountingThere) {
   FakeClock clock;
   WorkQueue q(FakeOptions(clock));
   for (int i = 0; i < 19; ++i) {
@@ -191,15 +191,26 @@ TEST(WorkQueueTest, AddRateLimitedAtMostCapsTheDelayAndStillCounts) {
     q.Done("a");
   }
   q.AddRateLimited("a", seconds(1));  // 5 ms x 2^19 uncapped
-  EXPECT_EQ(q.NumRequeues("a"), 20);
+  // Counted while the delay was below the cap: 5 ms x 2^7 = 640 ms was the last.
+  EXPECT_EQ(q.NumRequeues("a"), 8);
   clock.Step(milliseconds(999));
   EXPECT_EQ(q.Len(), 0u);
   clock.Step(milliseconds(1));
   EXPECT_EQ(q.Len(), 1u);
+  ASSERT_EQ(q.Get(), "a");
+  q.Done("a");
+  // An uncapped failure then waits 5 ms x 2^8, not 5 ms x 2^20.
+  q.AddRateLimited("a");
+  clock.Step(milliseconds(1279));
+  EXPECT_EQ(q.Len(), 0u);
+  clock.Step(milliseconds(1));
+  EXPECT_EQ(q.Len(), 1u);
+  ASSERT_EQ(q.Get(), "a");
+  q.Done("a");
   // Below the cap, the per-key delay is the limiter's own.
   q.AddRateLimited("b", seconds(1));  // 5 ms
   clock.Step(milliseconds(5));
-  EXPECT_EQ(q.Len(), 2u);
+  EXPECT_EQ(q.Len(), 1u);
 }
 
 TEST(WorkQueueTest, ShutDownWakesBlockedGet) {
