@@ -28,8 +28,10 @@ build:
 	@cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >/dev/null
 	@cmake --build build -j $(JOBS) $(if $(TARGETS),--target $(TARGETS))
 
+# The ASan+UBSan tree: clang, as the TSan and fuzz trees (it compiles this
+# code in about 60 % of GCC's time; GCC's warnings come from the regular tree).
 build-asan:
-	@cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCAPHV_SANITIZE=ON $(CMAKE_FLAGS) >/dev/null
+	@cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER=clang++-16 -DCAPHV_SANITIZE=ON $(CMAKE_FLAGS) >/dev/null
 	@cmake --build build-asan -j $(JOBS)
 
 # The fuzz tree: clang, libFuzzer, ASan+UBSan; only the libraries and fuzz/.

@@ -252,7 +252,9 @@ TEST_F(AdmissionTest, LoadBalancerBackendPortsAreUniqueAndItsIpamStays) {
             std::string::npos)
       << Refusal(refused.status());
 
-  ASSERT_TRUE(h_->Create(gvr::kLoadBalancers, ns_->name(), Lb(ns_->name(), name, {api})).ok());
+  ASSERT_TRUE(
+      h_->Create(gvr::kLoadBalancers, ns_->name(), Lb(ns_->name(), name, Object::array({api})))
+          .ok());
   refused = h_->Patch(gvr::kLoadBalancers, ns_->name(), name, kube::PatchType::kMerge,
                       {{"spec", {{"ipam", "pool"}}}});
   ASSERT_FALSE(refused.ok());

@@ -196,7 +196,8 @@ TEST(Generate, SinglePoolMakesWhatTheSeedLists) {
   for (const auto& o : objects) {
     if (o["kind"] != "ClusterResourceSet") continue;
     for (const auto& [k, v] : o["spec"]["clusterSelector"]["matchLabels"].items()) {
-      EXPECT_EQ(cluster["metadata"]["labels"].value(k, ""), v) << o["metadata"]["name"];
+      EXPECT_EQ(cluster["metadata"]["labels"].value(k, ""), v.get<std::string>())
+          << o["metadata"]["name"];
     }
   }
   // The cloud provider's ConfigMap is the one the class points CAPHV at, with

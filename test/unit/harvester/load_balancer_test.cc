@@ -62,7 +62,7 @@ TEST(LoadBalancerTest, SelectorMatchesControlPlaneVmsOnly) {
   for (const auto& [key, values] : selector.items()) {
     ASSERT_TRUE(cp.count(key)) << key;
     EXPECT_EQ(values, Object::array({cp[key]}));
-    if (worker[key] != values[0]) worker_matches = false;
+    if (worker[key] != values[0].get<std::string>()) worker_matches = false;
   }
   EXPECT_FALSE(worker_matches);
 }
