@@ -161,22 +161,31 @@ TEST(WorkQueueTest, BlockedGetWakesWhenDelayedKeyBecomesReady) {
   EXPECT_EQ(got, "a");
 }
 
+// Steps the clock to 1 ms short of `delay`, then to it: success when the
+// queue gained one key at the last step and none before.
+::testing::AssertionResult ReadyExactlyAfter(WorkQueue& q, FakeClock& clock, milliseconds delay) {
+  const size_t before = q.Len();
+  clock.Step(delay - milliseconds(1));
+  if (q.Len() != before) {
+    return ::testing::AssertionFailure() << "a key was ready before " << delay.count() << " ms";
+  }
+  clock.Step(milliseconds(1));
+  if (q.Len() != before + 1) {
+    return ::testing::AssertionFailure() << "no key was ready at " << delay.count() << " ms";
+  }
+  return ::testing::AssertionSuccess();
+}
+
 TEST(WorkQueueTest, AddRateLimitedUsesPerKeyBackoff) {
   FakeClock clock;
   WorkQueue q(FakeOptions(clock));
-  q.AddRateLimited("a");  // 5 ms
+  q.AddRateLimited("a");
   EXPECT_EQ(q.NumRequeues("a"), 1);
-  clock.Step(milliseconds(4));
-  EXPECT_EQ(q.Len(), 0u);
-  clock.Step(milliseconds(1));
-  EXPECT_EQ(q.Len(), 1u);
+  EXPECT_TRUE(ReadyExactlyAfter(q, clock, milliseconds(5)));
   ASSERT_EQ(q.Get(), "a");
   q.Done("a");
-  q.AddRateLimited("a");  // 10 ms
-  clock.Step(milliseconds(9));
-  EXPECT_EQ(q.Len(), 0u);
-  clock.Step(milliseconds(1));
-  EXPECT_EQ(q.Len(), 1u);
+  q.AddRateLimited("a");
+  EXPECT_TRUE(ReadyExactlyAfter(q, clock, milliseconds(10)));
   q.Forget("a");
   EXPECT_EQ(q.NumRequeues("a"), 0);
 }
@@ -193,24 +202,17 @@ TEST(WorkQueueTest, AddRateLimitedAtMostCapsTheDelayAndStopsCountingThere) {
   q.AddRateLimited("a", seconds(1));  // 5 ms x 2^19 uncapped
   // Counted while the delay was below the cap: 5 ms x 2^7 = 640 ms was the last.
   EXPECT_EQ(q.NumRequeues("a"), 8);
-  clock.Step(milliseconds(999));
-  EXPECT_EQ(q.Len(), 0u);
-  clock.Step(milliseconds(1));
-  EXPECT_EQ(q.Len(), 1u);
+  EXPECT_TRUE(ReadyExactlyAfter(q, clock, milliseconds(1000)));
   ASSERT_EQ(q.Get(), "a");
   q.Done("a");
   // An uncapped failure then waits 5 ms x 2^8, not 5 ms x 2^20.
   q.AddRateLimited("a");
-  clock.Step(milliseconds(1279));
-  EXPECT_EQ(q.Len(), 0u);
-  clock.Step(milliseconds(1));
-  EXPECT_EQ(q.Len(), 1u);
+  EXPECT_TRUE(ReadyExactlyAfter(q, clock, milliseconds(1280)));
   ASSERT_EQ(q.Get(), "a");
   q.Done("a");
   // Below the cap, the per-key delay is the limiter's own.
-  q.AddRateLimited("b", seconds(1));  // 5 ms
-  clock.Step(milliseconds(5));
-  EXPECT_EQ(q.Len(), 1u);
+  q.AddRateLimited("b", seconds(1));
+  EXPECT_TRUE(ReadyExactlyAfter(q, clock, milliseconds(5)));
 }
 
 TEST(WorkQueueTest, ShutDownWakesBlockedGet) {
