@@ -13,19 +13,26 @@
 # tests (build-tsan/) and the fuzz tree's targets (build-fuzz/, clang +
 # libFuzzer, each for 20 s).
 #
-# Two workers run the five jobs: one starts with the regular tree, the other
-# with the ASan tree, and each, when its job ends, takes the next of upgrade,
-# fuzz, tsan that nobody has taken (fuzz before tsan: cold, the last job
-# starts when the ASan tree's tests end, and TSan's is the shorter, 449
-# against 527 s on 2026-12-07). Which worker ends first depends on the
-# caches: warm, the ASan tree's tests (about 1250 s) end before the regular
-# tree's (1830-1930 s); cold, the ASan tree's build (about 1500 s beside the
+# Two workers run the three jobs with beds of the full stack: one starts
+# with the regular tree, the other with the ASan tree, and whichever ends
+# first takes the upgrade lane. Which one that is depends on the caches:
+# warm, the ASan tree's tests (about 1250 s) end before the regular tree's
+# (1830-1930 s); cold, the ASan tree's build (about 1500 s beside the
 # regular tests) comes first, and a fixed split left one lane idle for 20
-# minutes while the other still had the upgrade lane and fuzz to run. Two
-# jobs at a time, each with at most one bed: the end-to-end scenarios spend
-# most of their time waiting on controllers, not on the CPU. (A third lane
-# at once was tried: the two cores were 93 % busy and every test about
-# 1.6-2x slower, longer in all.) Output lines carry the job's name; each
+# minutes. Two such jobs at a time, each with at most one bed: the
+# end-to-end scenarios spend most of their time waiting on controllers, not
+# on the CPU (the two cores were 45 % busy on average through the end-to-end
+# scenarios of a warm run on 2026-12-07), but a third bed at once made every
+# test about 1.6-2x slower, longer in all. A third worker runs the TSan tree
+# and then the fuzz tree, builds included, on the cycles the other two
+# leave: they used to run after both, about 120 s at the end of a warm run
+# with the cores full. The fuzz tree runs at the lowest CPU priority
+# (nice 19): its targets' 20 s each are wall-clock bounds that a busy
+# machine only thins (their slowest input takes well under a second, their
+# time-out is 10 s). (12 CPU-minutes of compiles at nice 19 beside the
+# tests of a warm run left the ASan tree's tests at 1234 s, against
+# 1296 s in the run before without them.)
+# Output lines carry the job's name; each
 # job's full log is in <tree>/Testing/run-tests[-upgrade].log; the run ends
 # with the slowest scenarios of every tree (hack/slowest-scenarios.sh).
 # Exits non-zero when any job fails.
@@ -35,7 +42,7 @@
 # test beds share the two cores instead of waiting for each other (warm, the
 # build is a ccache hit of seconds).
 #
-#   hack/run-tests.sh [--build-asan]                        two workers
+#   hack/run-tests.sh [--build-asan]                        three workers
 #   CAPHV_TESTS_SERIAL=1 hack/run-tests.sh [--build-asan]   one job after the other
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -136,16 +143,25 @@ worker() {
   done
 }
 
+# The third worker: the TSan tree at the usual priority (its leader-election
+# tests renew 3 s leases, which a starved process could miss), then the fuzz
+# tree at nice 19 (every process it starts inherits it).
+side_worker() {
+  run_job tsan
+  renice -n 19 -p "$BASHPID" >/dev/null
+  run_job fuzz
+}
+
 # Each tree's scenario reports (hack/slowest-scenarios.sh) are this run's alone.
 rm -rf build/Testing/scenarios build-asan/Testing/scenarios build-tsan/Testing/scenarios
 start=$(date +%s)
 jobs_dir=$(mktemp -d)
 trap 'rm -rf "$jobs_dir"' EXIT
-# Taken in this order once a worker's first job ends.
-later_jobs=(upgrade fuzz tsan)
-all_jobs=(regular asan "${later_jobs[@]}")
+# Taken once a worker's first job ends; the third worker runs tsan, fuzz.
+later_jobs=(upgrade)
+all_jobs=(regular asan "${later_jobs[@]}" tsan fuzz)
 if [ "${CAPHV_TESTS_SERIAL:-0}" = 1 ]; then
-  printf '%s\n' "${later_jobs[@]}" asan >"$jobs_dir/queue"
+  printf '%s\n' "${later_jobs[@]}" asan tsan fuzz >"$jobs_dir/queue"
   worker regular
 else
   printf '%s\n' "${later_jobs[@]}" >"$jobs_dir/queue"
@@ -153,7 +169,9 @@ else
   first=$!
   worker asan &
   second=$!
-  wait "$first" "$second" || true
+  side_worker &
+  third=$!
+  wait "$first" "$second" "$third" || true
 fi
 summary="" failed=0
 for job in "${all_jobs[@]}"; do

@@ -212,7 +212,7 @@ void Controller::Watch(std::shared_ptr<Informer> informer, MapFunc map, Predicat
     }
     EnqueueAll(requests);
   };
-  h.on_delete = [this, map, p = std::move(predicates)](const DeletedObject& d) {
+  h.on_delete = [this, map = std::move(map), p = std::move(predicates)](const DeletedObject& d) {
     if (!d.object) return;
     if (p.del && !p.del(*d.object)) return;
     EnqueueAll(map(*d.object));
@@ -231,7 +231,7 @@ void Controller::Owns(std::shared_ptr<Informer> informer, std::string owner_grou
         std::move(predicates));
 }
 
-Status Controller::Run(std::stop_token stop) {
+Status Controller::Run(const std::stop_token& stop) {
   if (started_.exchange(true)) {
     return Status(StatusCode::kInvalidArgument, "controller " + name_ + " already started");
   }

@@ -175,7 +175,7 @@ class Controller {
   // Starts the informers (if not yet), waits for them to sync, runs the
   // workers until `stop`, then stops cleanly. Returns an error if the caches
   // did not sync in time (or stop came first: Cancelled).
-  Status Run(std::stop_token stop);
+  Status Run(const std::stop_token& stop);
 
   // Adds a request from outside (e.g. another source of events).
   void Enqueue(const Request& request) { queue_->Add(request.Key()); }

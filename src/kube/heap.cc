@@ -25,6 +25,13 @@
 #define CAPHV_ASAN_HEAP 1
 #endif
 #endif
+#if defined(__SANITIZE_THREAD__)
+#define CAPHV_TSAN_HEAP 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define CAPHV_TSAN_HEAP 1
+#endif
+#endif
 
 namespace caphv::kube {
 
@@ -45,6 +52,14 @@ namespace {
 double MiB(uint64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
 
 }  // namespace
+
+bool HeapIsGlibcs() {
+#if defined(CAPHV_ASAN_HEAP) || defined(CAPHV_TSAN_HEAP)
+  return false;
+#else
+  return true;
+#endif
+}
 
 HeapStats ReadHeapStats() {
 #ifdef CAPHV_ASAN_HEAP

@@ -77,6 +77,11 @@ struct HeapStats {
 
 HeapStats ReadHeapStats();
 
+// Whether this build allocates from glibc's malloc: false under Address- or
+// ThreadSanitizer, whose allocators replace it (ReadHeapStats then reads 0
+// and the glibc settings below do nothing).
+bool HeapIsGlibcs();
+
 // malloc_trim(0). True when glibc released memory.
 bool ReleaseFreeHeap();
 

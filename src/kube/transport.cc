@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <mutex>
+#include <stop_token>
 
 namespace caphv::kube {
 
@@ -92,9 +93,47 @@ size_t StreamWrite(char* data, size_t size, size_t n, void* user) {
   return len;
 }
 
-int StreamProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
-  auto* s = static_cast<StreamState*>(user);
-  return s->stop.stop_requested() ? 1 : 0;
+// Runs one transfer on a multi handle of its own, so that a stop request
+// wakes its poll at once (curl_multi_wakeup is safe from any thread).
+// curl_easy_perform would notice the stop only at its next progress call,
+// which for an idle watch comes up to a second later: every watch of a
+// stopping manager, and every leader hand-off, waited out that second.
+CURLcode PerformUntilStopped(CURL* h, const std::stop_token& stop) {
+  CURLM* multi = curl_multi_init();
+  if (multi == nullptr) return CURLE_OUT_OF_MEMORY;
+  CURLcode result = CURLE_OK;
+  if (curl_multi_add_handle(multi, h) != CURLM_OK) {
+    curl_multi_cleanup(multi);
+    return CURLE_FAILED_INIT;
+  }
+  {
+    std::stop_callback wake(stop, [multi] { curl_multi_wakeup(multi); });
+    int running = 1;
+    while (running != 0) {
+      if (curl_multi_perform(multi, &running) != CURLM_OK) {
+        result = CURLE_RECV_ERROR;
+        break;
+      }
+      if (running == 0) break;
+      if (stop.stop_requested()) {
+        result = CURLE_ABORTED_BY_CALLBACK;
+        break;
+      }
+      // The timeout only bounds the wait: curl's own timers (the idle
+      // limit) shorten it, a wakeup or a readable socket ends it.
+      if (curl_multi_poll(multi, nullptr, 0, 1000, nullptr) != CURLM_OK) {
+        result = CURLE_RECV_ERROR;
+        break;
+      }
+    }
+    int queued = 0;
+    while (CURLMsg* msg = curl_multi_info_read(multi, &queued)) {
+      if (msg->msg == CURLMSG_DONE && msg->easy_handle == h) result = msg->data.result;
+    }
+  }  // no wakeup once the multi handle goes
+  curl_multi_remove_handle(multi, h);
+  curl_multi_cleanup(multi);
+  return result;
 }
 
 Status CurlError(CURLcode rc, const char* errbuf, std::string_view what) {
@@ -301,13 +340,10 @@ StatusOr<TransportResponse> Transport::Stream(const std::string& path_and_query,
   curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
   curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, StreamWrite);
   curl_easy_setopt(h, CURLOPT_WRITEDATA, &state);
-  curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
-  curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, StreamProgress);
-  curl_easy_setopt(h, CURLOPT_XFERINFODATA, &state);
   curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
   curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, static_cast<long>(idle_timeout.count()));
   curl_easy_setopt(h, CURLOPT_SSL_CTX_FUNCTION, KeepRecordBuffers);
-  CURLcode rc = curl_easy_perform(h);
+  CURLcode rc = PerformUntilStopped(h, state.stop);
   long status = state.status;
   if (status == 0) curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
   curl_slist_free_all(static_cast<curl_slist*>(headers));

@@ -69,9 +69,12 @@ using caphv::testing::UniqueName;
 using kube::GroupVersionResource;
 using kube::Object;
 
-// The generous bound of every wait for the stack to converge.
+// The generous bound of every wait for the stack to converge, and how often
+// a wait looks (a GET or a LIST each time): a wait ends on average half a
+// poll after its condition holds, and a scenario waits a few dozen times in
+// a row.
 inline constexpr std::chrono::seconds kWait{180};
-inline constexpr std::chrono::milliseconds kPoll{500};
+inline constexpr std::chrono::milliseconds kPoll{250};
 
 // Cluster API core (management cluster).
 inline const GroupVersionResource kClusters{"cluster.x-k8s.io", "v1beta1", "clusters", true};

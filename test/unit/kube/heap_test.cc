@@ -153,20 +153,8 @@ TEST(HeapReleaserTest, RunReturnsAtOnceWhenStopped) {
 
 // glibc trims an arena only from its top: a live block above a large freed
 // region keeps that region resident until ReleaseFreeHeap.
-// Whether the heap is glibc's (not a sanitizer's).
-bool GlibcHeap() {
-#if defined(__SANITIZE_THREAD__)
-  return false;
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-  return false;
-#endif
-#endif
-  return ReadHeapStats().resident_anon != 0;
-}
-
 TEST(ReleaseFreeHeapTest, GivesBackAHoleBelowALiveBlock) {
-  if (!GlibcHeap()) GTEST_SKIP() << "no glibc heap (sanitizer build)";
+  if (!HeapIsGlibcs()) GTEST_SKIP() << "no glibc heap (sanitizer build)";
   constexpr size_t kBlocks = size_t{64} * 1024;
   constexpr size_t kBlockSize = 512;  // below the mmap threshold: from the arena
   std::vector<void*> blocks(kBlocks);
@@ -190,7 +178,7 @@ TEST(ReleaseFreeHeapTest, GivesBackAHoleBelowALiveBlock) {
 }
 
 TEST(KeepLargeBlocksMappedTest, ABlockAboveTheThresholdIsMappedAfterALargerOneWasFreed) {
-  if (!GlibcHeap()) GTEST_SKIP() << "no glibc heap (sanitizer build)";
+  if (!HeapIsGlibcs()) GTEST_SKIP() << "no glibc heap (sanitizer build)";
   KeepLargeBlocksMapped(size_t{128} << 10);
   // Freeing a mapped 8 MiB block would raise glibc's own threshold to 8 MiB.
   void* large = std::malloc(8 * kMiB);
