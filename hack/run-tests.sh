@@ -16,13 +16,14 @@
 # Two workers run the three jobs with beds of the full stack: one starts
 # with the regular tree, the other with the ASan tree, and whichever ends
 # first takes the upgrade lane. Which one that is depends on the caches:
-# warm, the ASan tree's tests (about 1250 s) end before the regular tree's
-# (1830-1930 s); cold, the ASan tree's build (about 1500 s beside the
+# warm, the ASan tree's tests (1150-1300 s) end before the regular tree's
+# (1720-1930 s); cold, the ASan tree's build (about 1500 s beside the
 # regular tests) comes first, and a fixed split left one lane idle for 20
 # minutes. Two such jobs at a time, each with at most one bed: the
 # end-to-end scenarios spend most of their time waiting on controllers, not
-# on the CPU (the two cores were 45 % busy on average through the end-to-end
-# scenarios of a warm run on 2026-12-07), but a third bed at once made every
+# on the CPU (the two cores were 50 % busy on average from 60 to 560 s of a
+# warm run on 2026-12-07, 54 % after the third worker's jobs had ended in
+# the next), but a third bed at once made every
 # test about 1.6-2x slower, longer in all. A third worker runs the TSan tree
 # and then the fuzz tree, builds included, on the cycles the other two
 # leave: they used to run after both, about 120 s at the end of a warm run
