@@ -23,19 +23,18 @@
 # end-to-end scenarios spend most of their time waiting on controllers, not
 # on the CPU (the two cores were 50 % busy on average from 60 to 560 s of a
 # warm run on 2026-12-07, 54 % after the third worker's jobs had ended in
-# the next), but a third bed at once made every
-# test about 1.6-2x slower, longer in all. A third worker runs the TSan tree
-# and then the fuzz tree, builds included, on the cycles the other two
-# leave: they used to run after both, about 120 s at the end of a warm run
-# with the cores full. The fuzz tree runs at the lowest CPU priority
-# (nice 19): its targets' 20 s each are wall-clock bounds that a busy
-# machine only thins (their slowest input takes well under a second, their
-# time-out is 10 s). (12 CPU-minutes of compiles at nice 19 beside the
-# tests of a warm run left the ASan tree's tests at 1234 s, against
-# 1296 s in the run before without them.)
-# Output lines carry the job's name; each
-# job's full log is in <tree>/Testing/run-tests[-upgrade].log; the run ends
-# with the slowest scenarios of every tree (hack/slowest-scenarios.sh).
+# the next), but a third bed at once made every test about 1.6-2x slower,
+# longer in all. A third worker runs the TSan tree and then the fuzz tree,
+# builds included, on the cycles the other two leave: they used to run after
+# both, about 120 s at the end of a warm run with the cores full. The TSan
+# tree's build and the fuzz tree run at the lowest CPU priority (nice 19):
+# the fuzz targets' 20 s each are wall-clock bounds that a busy machine only
+# thins (their slowest input takes well under a second, their time-out is
+# 10 s). (12 CPU-minutes of compiles at nice 19 beside the tests of a warm run
+# left the ASan tree's tests at 1234 s, against 1296 s in the run before
+# without them.) Output lines carry the job's name; each job's full log is
+# in <tree>/Testing/run-tests[-upgrade].log; the run ends with the slowest
+# scenarios of every tree (hack/slowest-scenarios.sh).
 # Exits non-zero when any job fails.
 #
 # With --build-asan, the ASan tree is built (make build-asan) first, while
@@ -102,7 +101,7 @@ fuzz_tree() {
 # (unit_kube, integration_kube; its bed is plain apiservers).
 tsan_tree() {
   local t0=$SECONDS
-  make --no-print-directory build-tsan 2>&1 | sed -u "s/^/[tsan-build] /"
+  nice -n 19 make --no-print-directory build-tsan 2>&1 | sed -u "s/^/[tsan-build] /"
   [ "${PIPESTATUS[0]}" -eq 0 ] || return 1
   echo "[tsan-build] built in $((SECONDS - t0)) s"
   run_tree tsan build-tsan --timeout 2700 -j 1 -R '^(unit_kube|integration_kube)$'
@@ -144,9 +143,11 @@ worker() {
   done
 }
 
-# The third worker: the TSan tree at the usual priority (its leader-election
-# tests renew 3 s leases, which a starved process could miss), then the fuzz
-# tree at nice 19 (every process it starts inherits it).
+# The third worker: the TSan tree, built at nice 19 (cold, beside the ASan
+# tree's build, which the ASan worker waits for) and tested at the usual
+# priority (its leader-election tests renew 3 s leases, which a starved
+# process could miss), then the fuzz tree at nice 19 (every process it
+# starts inherits it).
 side_worker() {
   run_job tsan
   renice -n 19 -p "$BASHPID" >/dev/null
