@@ -29,27 +29,73 @@ tb_env_load() {
 # ---------------------------------------------------------------------------
 # Free loopback ports. Picks N distinct random ports in [20000, 32000) (below
 # the kernel's ephemeral range, so outgoing connections never take them) that
-# can be bound on 127.0.0.1 right now; prints them space-separated. Random
-# picks keep two beds on one machine apart.
+# can be bound on 127.0.0.1 right now; prints them space-separated.
+#
+# A pick is only bound later by the process it is for (a bed's simulator,
+# tens of seconds later), so a second bed coming up meanwhile on the same
+# machine could pick it too. Each pick is therefore booked in
+# $TB_PORTS_DIR/<port> (holding the bed's directory) under a lock, and no
+# bed picks a port booked for a directory that still exists. `down` and a
+# fresh `up` cancel the bed's own bookings (tb_release_ports).
+
+TB_PORTS_DIR=${CAPHV_TESTBED_PORTS_DIR:-${TMPDIR:-/tmp}/caphv-testbed-ports}
 
 tb_free_ports() {
-  python3 - "$1" <<'EOF'
-import random, socket, sys
-n = int(sys.argv[1])
-held, ports = [], []
-while len(ports) < n:
-    p = random.randrange(20000, 32000)
-    if p in ports:
-        continue
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+  python3 - "$1" "$DIR" "$TB_PORTS_DIR" <<'EOF'
+import fcntl, os, random, socket, sys
+n, owner, book = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+os.makedirs(book, exist_ok=True)
+
+def booked(p):
     try:
-        s.bind(("127.0.0.1", p))
-    except OSError:
-        s.close()
-        continue
-    held.append(s)
-    ports.append(p)
+        with open(os.path.join(book, str(p))) as f:
+            holder = f.read()
+    except FileNotFoundError:
+        return False
+    return holder != "" and os.path.isdir(holder)
+
+with open(os.path.join(book, ".lock"), "a") as lock:
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    for name in os.listdir(book):  # bookings of beds whose directory is gone
+        if name.isdigit() and not booked(name):
+            os.remove(os.path.join(book, name))
+    held, ports = [], []
+    while len(ports) < n:
+        p = random.randrange(20000, 32000)
+        if p in ports or booked(p):
+            continue
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            s.bind(("127.0.0.1", p))
+        except OSError:
+            s.close()
+            continue
+        held.append(s)
+        ports.append(p)
+    for p in ports:
+        with open(os.path.join(book, str(p)), "w") as f:
+            f.write(owner)
 print(" ".join(str(p) for p in ports))
+EOF
+}
+
+tb_release_ports() {  # cancels every booking of $DIR
+  python3 - "$DIR" "$TB_PORTS_DIR" <<'EOF'
+import fcntl, os, sys
+owner, book = sys.argv[1], sys.argv[2]
+if os.path.isdir(book):
+    with open(os.path.join(book, ".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        for name in os.listdir(book):
+            if not name.isdigit():
+                continue
+            path = os.path.join(book, name)
+            try:
+                with open(path) as f:
+                    if f.read() == owner:
+                        os.remove(path)
+            except FileNotFoundError:
+                pass
 EOF
 }
 
