@@ -42,8 +42,16 @@
 # test beds share the two cores instead of waiting for each other (warm, the
 # build is a ccache hit of seconds).
 #
-#   hack/run-tests.sh [--build-asan]                        three workers
-#   CAPHV_TESTS_SERIAL=1 hack/run-tests.sh [--build-asan]   one job after the other
+# With --build (what `make test` passes), everything the tests run is built
+# first: the Go test-bed binaries (hack/build-testbins.sh) and the regular
+# tree at the same time, the ASan tree meanwhile at nice 19 on the cycles
+# those two leave (module downloads, links). That early build is stopped
+# when the tests start (ninja keeps what it finished) and the ASan worker
+# goes on from there, as with --build-asan. Cold, the Go builds leave idle
+# cycles for minutes at a time; warm, each of the three is seconds.
+#
+#   hack/run-tests.sh [--build | --build-asan]                        three workers
+#   CAPHV_TESTS_SERIAL=1 hack/run-tests.sh [--build | --build-asan]   one job after the other
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
@@ -74,7 +82,11 @@ if [ -z "${CAPHV_CAPI_REGULAR:-}" ]; then
 fi
 CAPHV_CAPI_ASAN=${CAPHV_CAPI_ASAN:-1.10}
 echo "tests: the regular tree on Cluster API $CAPHV_CAPI_REGULAR, the ASan tree on $CAPHV_CAPI_ASAN"
-[ "${1:-}" = --build-asan ] && build_asan=1
+build_first=0
+case "${1:-}" in
+  --build-asan) build_asan=1 ;;
+  --build) build_asan=1 build_first=1 ;;
+esac
 
 # The ASan tree: built first when asked (its compiler output prefixed too).
 asan_tree() {
@@ -154,11 +166,45 @@ side_worker() {
   run_job fuzz
 }
 
+# --build: the Go test binaries and the regular tree side by side, the ASan
+# tree at nice 19 in a session of its own (so that stopping it stops its
+# compilers too) until both are done.
+early_asan=""
+stop_early_asan() {
+  [ -n "$early_asan" ] || return 0
+  kill -TERM -- "-$early_asan" 2>/dev/null || true
+  wait "$early_asan" 2>/dev/null || true
+  early_asan=""
+}
+build_first() {
+  local t0=$SECONDS rc=0 testbins steps
+  mkdir -p build-asan/Testing
+  setsid nice -n 19 make --no-print-directory build-asan >build-asan/Testing/early-build.log 2>&1 &
+  early_asan=$!
+  hack/build-testbins.sh 2>&1 | sed -u "s/^/[testbins] /" &
+  testbins=$!
+  make --no-print-directory build 2>&1 | sed -u "s/^/[build] /"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+  wait "$testbins" || rc=1
+  steps=$(grep -o '^\[[0-9]*/[0-9]*\]' build-asan/Testing/early-build.log | tail -n 1 || true)
+  stop_early_asan
+  echo "tests: built the Go test binaries and the regular tree in $((SECONDS - t0)) s;" \
+    "the ASan tree meanwhile at nice 19 to ${steps:-its start} (build-asan/Testing/early-build.log)"
+  return "$rc"
+}
+# An interrupted run stops the early build too (it has a session of its own).
+trap 'stop_early_asan' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+if [ "$build_first" = 1 ]; then
+  build_first || exit 1
+fi
+
 # Each tree's scenario reports (hack/slowest-scenarios.sh) are this run's alone.
 rm -rf build/Testing/scenarios build-asan/Testing/scenarios build-tsan/Testing/scenarios
 start=$(date +%s)
 jobs_dir=$(mktemp -d)
-trap 'rm -rf "$jobs_dir"' EXIT
+trap 'stop_early_asan; rm -rf "$jobs_dir"' EXIT
 # Taken once a worker's first job ends; the third worker runs tsan, fuzz.
 later_jobs=(upgrade)
 all_jobs=(regular asan "${later_jobs[@]}" tsan fuzz)
