@@ -71,17 +71,21 @@ run_tree() {
 
 build_asan=0
 cache=${CAPHV_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/caphv}
-if [ -z "${CAPHV_CAPI_REGULAR:-}" ]; then
-  if [ -x "$cache/bin/capi-1.14/cluster-api" ] && [ -x "$cache/bin/capi-1.14/rke2-controlplane" ]; then
-    CAPHV_CAPI_REGULAR=1.14
-  else
-    CAPHV_CAPI_REGULAR=1.10
-    echo "tests: Cluster API v1.14 is not built (hack/build-testbins.sh capi114 rke2-025):" \
-      "the regular tree's bed runs v1.10 too"
+# Each tree's Cluster API generation, once the Go test binaries are built
+# (with --build, only then is it known whether v1.14 is).
+choose_capi() {
+  if [ -z "${CAPHV_CAPI_REGULAR:-}" ]; then
+    if [ -x "$cache/bin/capi-1.14/cluster-api" ] && [ -x "$cache/bin/capi-1.14/rke2-controlplane" ]; then
+      CAPHV_CAPI_REGULAR=1.14
+    else
+      CAPHV_CAPI_REGULAR=1.10
+      echo "tests: Cluster API v1.14 is not built (hack/build-testbins.sh capi114 rke2-025):" \
+        "the regular tree's bed runs v1.10 too"
+    fi
   fi
-fi
-CAPHV_CAPI_ASAN=${CAPHV_CAPI_ASAN:-1.10}
-echo "tests: the regular tree on Cluster API $CAPHV_CAPI_REGULAR, the ASan tree on $CAPHV_CAPI_ASAN"
+  CAPHV_CAPI_ASAN=${CAPHV_CAPI_ASAN:-1.10}
+  echo "tests: the regular tree on Cluster API $CAPHV_CAPI_REGULAR, the ASan tree on $CAPHV_CAPI_ASAN"
+}
 build_first=0
 case "${1:-}" in
   --build-asan) build_asan=1 ;;
@@ -199,6 +203,7 @@ trap 'exit 143' TERM
 if [ "$build_first" = 1 ]; then
   build_first || exit 1
 fi
+choose_capi
 
 # Each tree's scenario reports (hack/slowest-scenarios.sh) are this run's alone.
 rm -rf build/Testing/scenarios build-asan/Testing/scenarios build-tsan/Testing/scenarios
