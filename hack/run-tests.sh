@@ -172,7 +172,9 @@ side_worker() {
 
 # --build: the Go test binaries and the regular tree side by side, the ASan
 # tree at nice 19 in a session of its own (so that stopping it stops its
-# compilers too) until both are done.
+# compilers too) until both are done.  (Measured cold with the session's
+# autogroup left at nice 0: the ASan build took half the cores, 59 compiles
+# in 5 min against the regular build's 16.)
 early_asan=""
 stop_early_asan() {
   [ -n "$early_asan" ] || return 0
@@ -183,7 +185,10 @@ stop_early_asan() {
 build_first() {
   local t0=$SECONDS rc=0 testbins steps
   mkdir -p build-asan/Testing
-  setsid nice -n 19 make --no-print-directory build-asan >build-asan/Testing/early-build.log 2>&1 &
+  # A session of its own is an autogroup of its own, which the scheduler
+  # weighs against the others regardless of nice: the group gets nice 19 too.
+  setsid bash -c 'echo 19 >/proc/self/autogroup 2>/dev/null
+    exec nice -n 19 make --no-print-directory build-asan' >build-asan/Testing/early-build.log 2>&1 &
   early_asan=$!
   hack/build-testbins.sh 2>&1 | sed -u "s/^/[testbins] /" &
   testbins=$!

@@ -6,9 +6,11 @@
 # cached outside the checkout) the Go test-bed binaries, kubectl included.
 # Safe to run repeatedly; does nothing when all is there.
 #
-#   hack/setup.sh                 all of it (`make test`)
+#   hack/setup.sh                 all of it
 #   hack/setup.sh --no-testbins   packages and Go only (`make demo`: hack/demo.sh
-#                                 builds the few test-bed binaries it runs)
+#                                 builds the few test-bed binaries it runs;
+#                                 `make test`: hack/run-tests.sh --build builds
+#                                 them beside the C++ trees)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 testbins=yes
