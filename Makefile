@@ -44,19 +44,18 @@ build-tsan:
 	@cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++-16 -DCAPHV_TSAN=ON $(CMAKE_FLAGS) >/dev/null
 	@cmake --build build-tsan -j $(JOBS) --target unit_kube integration_kube lease_candidate
 
-# Everything CI checks: formatting, layering, then (hack/run-tests.sh --build)
-# the Go test-bed binaries and the regular build side by side, the ASan+UBSan
-# tree beside them at nice 19 and then while the regular tree's tests run;
-# both trees' unit + integration tests at the same time, each on its own test
-# bed (CAPHV_TESTS_SERIAL=1: one after the other); then, whichever of the two
-# ends first, the upgrade lane; beside them the ThreadSanitizer tree's
-# client-runtime tests and the fuzz tree (each fuzz target for 20 s from its
-# committed corpus, fuzz/).
-test:
-	@hack/setup.sh --no-testbins
+# Everything CI checks: formatting, layering, the regular build, then both
+# trees' unit + integration tests at the same time, each on its own test bed;
+# the ASan+UBSan tree is built while the regular tree's tests run
+# (hack/run-tests.sh --build-asan; CAPHV_TESTS_SERIAL=1: one after the other);
+# then, on whichever of the two is free first, the two upgrade lanes; the fuzz tree (each
+# fuzz target for 20 s from its committed corpus, fuzz/) and the
+# ThreadSanitizer tree's client-runtime tests.
+test: setup
 	@hack/check-format.sh
 	@hack/check-layers.sh
-	@hack/run-tests.sh --build
+	@$(MAKE) --no-print-directory build
+	@hack/run-tests.sh --build-asan
 
 test-unit: build
 	@cd build && ctest --output-on-failure -L unit

@@ -7,19 +7,23 @@
 # v1.13.7, clusterctl init of the release), the ASan tree on 1.10 (v1.10.10 and
 # v0.21.1: the seeds' pair, v1.10's specs) when hack/build-testbins.sh built
 # v1.14 (it skips it with a message under a Go older than 1.26; both trees then
-# run on 1.10). Then three more jobs: the regular tree's upgrade lane (label
-# `upgrade`: the upgrade scenarios on beds of their own, each moved from v1.10
-# to v1.14, see test/CMakeLists.txt), the ThreadSanitizer tree's client-runtime
-# tests (build-tsan/) and the fuzz tree's targets (build-fuzz/, clang +
-# libFuzzer, each for 20 s).
+# run on 1.10). Then four more jobs: the regular tree's two upgrade lanes
+# (labels `upgrade_go` and `upgrade_caphv`: the upgrade scenarios, each on a
+# bed of its own moved from v1.10 to v1.14, see test/CMakeLists.txt), the
+# ThreadSanitizer tree's client-runtime tests (build-tsan/) and the fuzz
+# tree's targets (build-fuzz/, clang + libFuzzer, each for 20 s).
 #
-# Two workers run the three jobs with beds of the full stack: one starts
-# with the regular tree, the other with the ASan tree, and whichever ends
-# first takes the upgrade lane. Which one that is depends on the caches:
-# warm, the ASan tree's tests (1150-1300 s) end before the regular tree's
-# (1720-1930 s); cold, the ASan tree's build (about 1500 s beside the
-# regular tests) comes first, and a fixed split left one lane idle for 20
-# minutes. Two such jobs at a time, each with at most one bed: the
+# Two workers run the jobs with beds of the full stack: one starts with the
+# regular tree, the other with the ASan tree, and whichever ends first takes
+# the Go provider's upgrade lane (the longer: Cluster API's own specs run on
+# its bed), the other the second lane when it ends. Which one ends first
+# depends on the caches: warm, the ASan tree's tests (1150-1300 s) end before
+# the regular tree's (1720-1930 s), and it takes both lanes; cold, the
+# regular tree's tests (about 1770 s) end first and the ASan tree's build
+# and tests (885 + 1120 s) after them. One lane of both paths (584 s warm,
+# about 920 s cold with the specs' Go build) after the regular tree's tests
+# made that worker's end the run's, 10 min after the other's. Two such jobs
+# at a time, each with at most one bed: the
 # end-to-end scenarios spend most of their time waiting on controllers, not
 # on the CPU (the two cores were 50 % busy on average from 60 to 560 s of a
 # warm run on 2026-12-07, 54 % after the third worker's jobs had ended in
@@ -33,7 +37,7 @@
 # 10 s). (12 CPU-minutes of compiles at nice 19 beside the tests of a warm run
 # left the ASan tree's tests at 1234 s, against 1296 s in the run before
 # without them.) Output lines carry the job's name; each job's full log is
-# in <tree>/Testing/run-tests[-upgrade].log; the run ends with the slowest
+# in <tree>/Testing/run-tests[-upgrade_go|-upgrade_caphv].log; the run ends with the slowest
 # scenarios of every tree (hack/slowest-scenarios.sh).
 # Exits non-zero when any job fails.
 #
@@ -42,27 +46,19 @@
 # test beds share the two cores instead of waiting for each other (warm, the
 # build is a ccache hit of seconds).
 #
-# With --build (what `make test` passes), everything the tests run is built
-# first: the Go test-bed binaries (hack/build-testbins.sh) and the regular
-# tree at the same time, the ASan tree meanwhile at nice 19 on the cycles
-# those two leave (module downloads, links). That early build is stopped
-# when the tests start (ninja keeps what it finished) and the ASan worker
-# goes on from there, as with --build-asan. Cold, the Go builds leave idle
-# cycles for minutes at a time; warm, each of the three is seconds.
-#
-#   hack/run-tests.sh [--build | --build-asan]                        three workers
-#   CAPHV_TESTS_SERIAL=1 hack/run-tests.sh [--build | --build-asan]   one job after the other
+#   hack/run-tests.sh [--build-asan]                        three workers
+#   CAPHV_TESTS_SERIAL=1 hack/run-tests.sh [--build-asan]   one job after the other
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 
 # run_tree NAME DIR ARGS...: ctest in DIR, every line prefixed with NAME;
-# its log in DIR/Testing/run-tests.log (run-tests-NAME.log for the upgrade
+# its log in DIR/Testing/run-tests.log (run-tests-NAME.log for an upgrade
 # lane, which runs in build/ beside the rest of the regular tree).
 run_tree() {
   local name=$1 dir=$2 log=run-tests.log
   shift 2
-  [ "$name" = upgrade ] && log=run-tests-upgrade.log
+  case $name in upgrade_*) log=run-tests-$name.log ;; esac
   mkdir -p "$dir/Testing"
   (cd "$dir" && ctest --output-on-failure "$@") 2>&1 | tee "$dir/Testing/$log" |
     sed -u "s/^/[$name] /"
@@ -71,26 +67,18 @@ run_tree() {
 
 build_asan=0
 cache=${CAPHV_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/caphv}
-# Each tree's Cluster API generation, once the Go test binaries are built
-# (with --build, only then is it known whether v1.14 is).
-choose_capi() {
-  if [ -z "${CAPHV_CAPI_REGULAR:-}" ]; then
-    if [ -x "$cache/bin/capi-1.14/cluster-api" ] && [ -x "$cache/bin/capi-1.14/rke2-controlplane" ]; then
-      CAPHV_CAPI_REGULAR=1.14
-    else
-      CAPHV_CAPI_REGULAR=1.10
-      echo "tests: Cluster API v1.14 is not built (hack/build-testbins.sh capi114 rke2-025):" \
-        "the regular tree's bed runs v1.10 too"
-    fi
+if [ -z "${CAPHV_CAPI_REGULAR:-}" ]; then
+  if [ -x "$cache/bin/capi-1.14/cluster-api" ] && [ -x "$cache/bin/capi-1.14/rke2-controlplane" ]; then
+    CAPHV_CAPI_REGULAR=1.14
+  else
+    CAPHV_CAPI_REGULAR=1.10
+    echo "tests: Cluster API v1.14 is not built (hack/build-testbins.sh capi114 rke2-025):" \
+      "the regular tree's bed runs v1.10 too"
   fi
-  CAPHV_CAPI_ASAN=${CAPHV_CAPI_ASAN:-1.10}
-  echo "tests: the regular tree on Cluster API $CAPHV_CAPI_REGULAR, the ASan tree on $CAPHV_CAPI_ASAN"
-}
-build_first=0
-case "${1:-}" in
-  --build-asan) build_asan=1 ;;
-  --build) build_asan=1 build_first=1 ;;
-esac
+fi
+CAPHV_CAPI_ASAN=${CAPHV_CAPI_ASAN:-1.10}
+echo "tests: the regular tree on Cluster API $CAPHV_CAPI_REGULAR, the ASan tree on $CAPHV_CAPI_ASAN"
+[ "${1:-}" = --build-asan ] && build_asan=1
 
 # The ASan tree: built first when asked (its compiler output prefixed too).
 asan_tree() {
@@ -126,7 +114,7 @@ tsan_tree() {
 regular_tree() {
   CAPHV_CAPI=$CAPHV_CAPI_REGULAR run_tree regular build --timeout 2700 -j 1 -LE upgrade
 }
-upgrade_lane() { run_tree upgrade build --timeout 2700 -j 1 -L upgrade; }
+upgrade_lane() { run_tree "$1" build --timeout 2700 -j 1 -L "^$1\$"; }
 
 # run_job NAME: one job; its result in $jobs_dir/NAME.rc.
 run_job() {
@@ -134,7 +122,7 @@ run_job() {
   case $1 in
   regular) regular_tree || rc=$? ;;
   asan) asan_tree || rc=$? ;;
-  upgrade) upgrade_lane || rc=$? ;;
+  upgrade_go | upgrade_caphv) upgrade_lane "$1" || rc=$? ;;
   tsan) tsan_tree || rc=$? ;;
   fuzz) fuzz_tree || rc=$? ;;
   esac
@@ -170,53 +158,13 @@ side_worker() {
   run_job fuzz
 }
 
-# --build: the Go test binaries and the regular tree side by side, the ASan
-# tree at nice 19 in a session of its own (so that stopping it stops its
-# compilers too) until both are done.  (Measured cold with the session's
-# autogroup left at nice 0: the ASan build took half the cores, 59 compiles
-# in 5 min against the regular build's 16.)
-early_asan=""
-stop_early_asan() {
-  [ -n "$early_asan" ] || return 0
-  kill -TERM -- "-$early_asan" 2>/dev/null || true
-  wait "$early_asan" 2>/dev/null || true
-  early_asan=""
-}
-build_first() {
-  local t0=$SECONDS rc=0 testbins steps
-  mkdir -p build-asan/Testing
-  # A session of its own is an autogroup of its own, which the scheduler
-  # weighs against the others regardless of nice: the group gets nice 19 too.
-  setsid bash -c 'echo 19 >/proc/self/autogroup 2>/dev/null
-    exec nice -n 19 make --no-print-directory build-asan' >build-asan/Testing/early-build.log 2>&1 &
-  early_asan=$!
-  hack/build-testbins.sh 2>&1 | sed -u "s/^/[testbins] /" &
-  testbins=$!
-  make --no-print-directory build 2>&1 | sed -u "s/^/[build] /"
-  [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
-  wait "$testbins" || rc=1
-  steps=$(grep -o '^\[[0-9]*/[0-9]*\]' build-asan/Testing/early-build.log | tail -n 1 || true)
-  stop_early_asan
-  echo "tests: built the Go test binaries and the regular tree in $((SECONDS - t0)) s;" \
-    "the ASan tree meanwhile at nice 19 to ${steps:-its start} (build-asan/Testing/early-build.log)"
-  return "$rc"
-}
-# An interrupted run stops the early build too (it has a session of its own).
-trap 'stop_early_asan' EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-if [ "$build_first" = 1 ]; then
-  build_first || exit 1
-fi
-choose_capi
-
 # Each tree's scenario reports (hack/slowest-scenarios.sh) are this run's alone.
 rm -rf build/Testing/scenarios build-asan/Testing/scenarios build-tsan/Testing/scenarios
 start=$(date +%s)
 jobs_dir=$(mktemp -d)
-trap 'stop_early_asan; rm -rf "$jobs_dir"' EXIT
+trap 'rm -rf "$jobs_dir"' EXIT
 # Taken once a worker's first job ends; the third worker runs tsan, fuzz.
-later_jobs=(upgrade)
+later_jobs=(upgrade_go upgrade_caphv)
 all_jobs=(regular asan "${later_jobs[@]}" tsan fuzz)
 if [ "${CAPHV_TESTS_SERIAL:-0}" = 1 ]; then
   printf '%s\n' "${later_jobs[@]}" asan tsan fuzz >"$jobs_dir/queue"
@@ -238,7 +186,7 @@ for job in "${all_jobs[@]}"; do
   [ "$rc" = 0 ] || failed=1
 done
 echo "tests: exit codes:${summary%,}; $(($(date +%s) - start)) s" \
-  "(logs: build/Testing/run-tests.log, build/Testing/run-tests-upgrade.log," \
+  "(logs: build/Testing/run-tests.log, build/Testing/run-tests-upgrade_{go,caphv}.log," \
   "build-asan/Testing/run-tests.log," \
   "build-fuzz/Testing/run-tests.log, build-tsan/Testing/run-tests.log)"
 echo "tests: the slowest scenarios (seconds, tree, binary, scenario):"

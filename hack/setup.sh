@@ -6,11 +6,9 @@
 # cached outside the checkout) the Go test-bed binaries, kubectl included.
 # Safe to run repeatedly; does nothing when all is there.
 #
-#   hack/setup.sh                 all of it
+#   hack/setup.sh                 all of it (`make test`)
 #   hack/setup.sh --no-testbins   packages and Go only (`make demo`: hack/demo.sh
-#                                 builds the few test-bed binaries it runs;
-#                                 `make test`: hack/run-tests.sh --build builds
-#                                 them beside the C++ trees)
+#                                 builds the few test-bed binaries it runs)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 testbins=yes
