@@ -19,11 +19,11 @@
 # its bed), the other the second lane when it ends. Which one ends first
 # depends on the caches: warm, the ASan tree's tests (1150-1300 s) end before
 # the regular tree's (1720-1930 s), and it takes both lanes; cold, the
-# regular tree's tests (about 1770 s) end first and the ASan tree's build
-# and tests (885 + 1120 s) after them. One lane of both paths (584 s warm,
-# about 920 s cold with the specs' Go build) after the regular tree's tests
-# made that worker's end the run's, 10 min after the other's. Two such jobs
-# at a time, each with at most one bed: the
+# regular tree's tests end first (1622 s on 2026-12-08) and the ASan tree's
+# build and tests after them (949 + 1089 s), so the Go provider's lane (591
+# s with the specs' cold Go build) ran on the first worker and CAPHV's (231
+# s) on the second, to 2270 s; as one lane they would have ended at about
+# 2444 s. Two such jobs at a time, each with at most one bed: the
 # end-to-end scenarios spend most of their time waiting on controllers, not
 # on the CPU (the two cores were 50 % busy on average from 60 to 560 s of a
 # warm run on 2026-12-07, 54 % after the third worker's jobs had ended in
