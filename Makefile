@@ -48,9 +48,9 @@ build-tsan:
 # trees' unit + integration tests at the same time, each on its own test bed;
 # the ASan+UBSan tree is built while the regular tree's tests run
 # (hack/run-tests.sh --build-asan; CAPHV_TESTS_SERIAL=1: one after the other);
-# then, on whichever of the two is free first, the two upgrade lanes; the fuzz tree (each
-# fuzz target for 20 s from its committed corpus, fuzz/) and the
-# ThreadSanitizer tree's client-runtime tests.
+# then, on whichever of the two is free first, the two upgrade lanes; beside
+# them the ThreadSanitizer tree's client-runtime tests and the fuzz tree (each
+# fuzz target for 20 s from its committed corpus, fuzz/).
 test: setup
 	@hack/check-format.sh
 	@hack/check-layers.sh
